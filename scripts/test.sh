@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Build everything and run every test: C++ (CTest/doctest), the Python package (pytest),
+# and the sanitizer (ASan+UBSan) build of the library and CPU tests.
+#   bash scripts/test.sh            # CMAKE_ARGS=-DGGML_CUDA=OFF forces the CPU-only build
+# SKIP_SANITIZE=1 skips the sanitizer build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export LLM_SHARED=${LLM_SHARED:-$(cd .. && pwd)/shared}
+bash scripts/setup-deps.sh
+jobs=$(nproc)
+cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-}
+cmake --build build-test -j"$jobs"
+(cd build-test && ctest --output-on-failure -j"$jobs")
+/usr/bin/python3 -m pytest -q gguf-py/tests
+if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
+  bash scripts/sanitize.sh
+fi
