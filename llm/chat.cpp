@@ -1,0 +1,73 @@
+// chat.cpp - chat templates (see chat.h).
+#include "chat.h"
+
+#include <sstream>
+
+static std::string trim(const std::string & s) {
+    const char * ws = " \t\n\r";
+    const size_t b = s.find_first_not_of(ws);
+    if (b == std::string::npos) return "";
+    const size_t e = s.find_last_not_of(ws);
+    return s.substr(b, e - b + 1);
+}
+
+llm_chat_template llm_chat_template_from_name(const std::string & name) {
+    if (name == "llama2" || name == "llama-2") return LLM_CHAT_TEMPLATE_LLAMA2;
+    if (name == "llama3" || name == "llama-3") return LLM_CHAT_TEMPLATE_LLAMA3;
+    return LLM_CHAT_TEMPLATE_UNKNOWN;
+}
+
+const char * llm_chat_template_name(llm_chat_template t) {
+    switch (t) {
+        case LLM_CHAT_TEMPLATE_LLAMA2: return "llama2";
+        case LLM_CHAT_TEMPLATE_LLAMA3: return "llama3";
+        default: return "unknown";
+    }
+}
+
+llm_chat_template llm_chat_detect(const std::string & jinja, bool vocab_has_llama3_headers) {
+    if (jinja.find("<|start_header_id|>") != std::string::npos) return LLM_CHAT_TEMPLATE_LLAMA3;
+    if (jinja.find("[INST]") != std::string::npos) return LLM_CHAT_TEMPLATE_LLAMA2;
+    return vocab_has_llama3_headers ? LLM_CHAT_TEMPLATE_LLAMA3 : LLM_CHAT_TEMPLATE_LLAMA2;
+}
+
+std::string llm_chat_apply(llm_chat_template t, const std::vector<llm_chat_msg> & msgs, bool add_assistant) {
+    std::ostringstream ss;
+    if (t == LLM_CHAT_TEMPLATE_LLAMA3) {
+        for (const auto & m : msgs) {
+            ss << "<|start_header_id|>" << m.role << "<|end_header_id|>\n\n" << trim(m.content) << "<|eot_id|>";
+        }
+        if (add_assistant) ss << "<|start_header_id|>assistant<|end_header_id|>\n\n";
+        return ss.str();
+    }
+    // Llama 2: [INST] <<SYS>>\n{system}\n<</SYS>>\n\n{user} [/INST] {assistant}</s>[INST] ...
+    bool inside_turn = true;
+    ss << "[INST] ";
+    for (const auto & m : msgs) {
+        const std::string content = trim(m.content);
+        if (!inside_turn) {
+            inside_turn = true;
+            ss << "[INST] ";
+        }
+        if (m.role == "system") {
+            ss << "<<SYS>>\n" << content << "\n<</SYS>>\n\n";
+        } else if (m.role == "user") {
+            ss << content << " [/INST]";
+        } else {
+            ss << " " << content << "</s>";
+            inside_turn = false;
+        }
+    }
+    (void) add_assistant;  // the assistant turn opens right after [/INST]
+    return ss.str();
+}
+
+std::string llm_chat_delta(llm_chat_template t, const std::vector<llm_chat_msg> & past,
+                           const std::vector<llm_chat_msg> & added, bool add_assistant) {
+    std::vector<llm_chat_msg> all = past;
+    all.insert(all.end(), added.begin(), added.end());
+    const std::string before = past.empty() ? std::string() : llm_chat_apply(t, past, false);
+    const std::string after = llm_chat_apply(t, all, add_assistant);
+    if (after.compare(0, before.size(), before) == 0) return after.substr(before.size());
+    return after;  // the template re-rendered earlier turns: caller must re-evaluate
+}

@@ -1,0 +1,31 @@
+// chat.h - chat templates for multi-turn dialogue (Llama 3 header tokens, Llama 2 [INST]).
+//
+//   llm_chat_template t = llm_chat_detect(gguf_template_string, vocab_has_llama3_headers);
+//   std::vector<llm_chat_msg> hist = {{"system", "Be brief."}, {"user", "Hi"}};
+//   std::string prompt = llm_chat_apply(t, hist, /*add_assistant=*/true);
+//   // later turns: tokenize only what the new messages add to the formatted history
+//   std::string delta = llm_chat_delta(t, hist_before, new_msgs, true);
+#pragma once
+
+#include <string>
+#include <vector>
+
+enum llm_chat_template { LLM_CHAT_TEMPLATE_UNKNOWN = 0, LLM_CHAT_TEMPLATE_LLAMA2, LLM_CHAT_TEMPLATE_LLAMA3 };
+
+struct llm_chat_msg {
+    std::string role;     // "system", "user", "assistant"
+    std::string content;
+};
+
+// "llama2" / "llama3" -> template; anything else UNKNOWN
+llm_chat_template llm_chat_template_from_name(const std::string & name);
+const char *      llm_chat_template_name(llm_chat_template t);
+// From the GGUF tokenizer.chat_template (Jinja source) or, if that is empty/unrecognised, the vocab:
+// Llama 3 header tokens present -> LLAMA3, else LLAMA2.
+llm_chat_template llm_chat_detect(const std::string & jinja, bool vocab_has_llama3_headers);
+// Format a whole conversation as llama.cpp's llama_chat_apply_template does (no BOS: the
+// tokenizer adds it). add_assistant appends the opening of the assistant's turn.
+std::string       llm_chat_apply(llm_chat_template t, const std::vector<llm_chat_msg> & msgs, bool add_assistant);
+// The text that new messages add after the already formatted (and evaluated) history.
+std::string       llm_chat_delta(llm_chat_template t, const std::vector<llm_chat_msg> & past,
+                                 const std::vector<llm_chat_msg> & added, bool add_assistant);
