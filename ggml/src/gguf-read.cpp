@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <cstring>
@@ -16,6 +17,23 @@
 #include <unordered_set>
 
 namespace {
+
+// A name from the file as it may appear in a one-line message: control bytes escaped, long names cut.
+std::string printable(const std::string & s) {
+    const size_t max = 96;
+    std::string out;
+    for (size_t i = 0; i < s.size() && i < max; ++i) {
+        const unsigned char c = (unsigned char) s[i];
+        if (c < 0x20 || c == 0x7f) {
+            char buf[8];
+            snprintf(buf, sizeof(buf), "\\x%02x", c);
+            out += buf;
+        } else {
+            out += (char) c;
+        }
+    }
+    return s.size() > max ? out + "...(" + std::to_string(s.size()) + " bytes)" : out;
+}
 
 struct gguf_reader {
     const uint8_t * p;
@@ -33,7 +51,7 @@ struct gguf_reader {
     std::string where(size_t off) const {
         std::string w;
         if (key) {
-            w += std::string(section) + " '" + *key + "'";
+            w += std::string(section) + " '" + printable(*key) + "'";
         } else if (index >= 0) {
             w += std::string(section) + " #" + std::to_string(index);
         } else {
@@ -200,14 +218,12 @@ bool read_tensor_info(gguf_reader & r, gguf_tensor_info & ti, size_t alignment) 
     if (!r.read(type, "tensor type")) {
         return false;
     }
-    if (type < 0 || type >= GGML_TYPE_COUNT) {
-        const char * tn = gguf_ggml_type_name_any(type);
-        return r.fail_at(at_type, "unknown tensor type %d%s%s%s", (int) type, tn ? " (" : "", tn ? tn : "",
-                         tn ? ", not supported)" : "");
-    }
-    if (!ggml_type_is_valid(type)) {
-        const char * tn = gguf_ggml_type_name_any(type);
-        return r.fail_at(at_type, "unsupported tensor type %d (%s)", (int) type, tn ? tn : "unknown");
+    if (type < 0 || type >= GGML_TYPE_COUNT || !ggml_type_is_valid(type)) {
+        const char * tn = gguf_ggml_type_name_any(type);  // ggml's name, also for types not implemented here
+        if (tn) {
+            return r.fail_at(at_type, "unsupported tensor type %d (%s)", (int) type, tn);
+        }
+        return r.fail_at(at_type, "unknown tensor type %d", (int) type);
     }
     ti.type = (ggml_type) type;
     const int64_t blck = ggml_blck_size(ti.type);
@@ -275,6 +291,7 @@ bool parse(gguf_reader & r, gguf_context * ctx) {
     // key-values (a kv takes at least 8 + 4 + 1 bytes: do not trust n_kv for the reservation)
     ctx->kv.reserve((size_t) std::min<uint64_t>(n_kv, (r.size - r.pos) / 13));
     std::unordered_set<std::string> keys;
+    size_t align_at = 0;  // offset of the general.alignment kv, for messages
     for (uint64_t i = 0; i < n_kv; ++i) {
         r.section = "kv";
         r.key     = nullptr;
@@ -288,6 +305,9 @@ bool parse(gguf_reader & r, gguf_context * ctx) {
         r.key     = &kv.key;
         if (!keys.insert(kv.key).second) {
             return r.fail_at(at_key, "duplicate key");
+        }
+        if (kv.key == GGUF_KEY_GENERAL_ALIGNMENT) {
+            align_at = at_key;
         }
         if (!read_kv_value(r, kv)) {
             return false;
@@ -304,12 +324,12 @@ bool parse(gguf_reader & r, gguf_context * ctx) {
         r.section = "key";
         r.key     = &kv.key;
         if (kv.type != GGUF_TYPE_UINT32) {
-            return r.fail_at(r.pos, "must be a u32, got %s", gguf_type_name(kv.type));
+            return r.fail_at(align_at, "alignment must be a u32, got %s", gguf_type_name(kv.type));
         }
         uint32_t a = 0;
         std::memcpy(&a, kv.data.data(), 4);
         if (a == 0 || (a & (a - 1)) != 0) {
-            return r.fail_at(r.pos, "alignment %u is not a power of two", a);
+            return r.fail_at(align_at, "alignment %u is not a power of two", a);
         }
         ctx->alignment = a;
         r.key          = nullptr;
@@ -318,12 +338,14 @@ bool parse(gguf_reader & r, gguf_context * ctx) {
     // tensor infos
     ctx->infos.reserve((size_t) std::min<uint64_t>(n_tensors, (r.size - r.pos) / 32));
     std::unordered_set<std::string> names;
+    std::vector<size_t> info_at;  // file offset of each tensor info, for messages
     for (uint64_t i = 0; i < n_tensors; ++i) {
         r.section = "tensor info";
         r.key     = nullptr;
         r.index   = (int64_t) i;
         gguf_tensor_info ti;
         const size_t at_name = r.pos;
+        info_at.push_back(at_name);
         if (!r.read_str(ti.name, "tensor name")) {
             return false;
         }
@@ -352,14 +374,17 @@ bool parse(gguf_reader & r, gguf_context * ctx) {
     }
     data_offset -= data_offset % ctx->alignment;
     ctx->data_offset = data_offset;
-    for (const gguf_tensor_info & ti : ctx->infos) {
+    for (size_t i = 0; i < ctx->infos.size(); ++i) {
+        const gguf_tensor_info & ti = ctx->infos[i];
         r.section = "tensor";
         r.key     = &ti.name;
         size_t end = 0;
         if (__builtin_add_overflow(data_offset, (size_t) ti.offset, &end) || __builtin_add_overflow(end, ti.size, &end) ||
             end > r.size) {
-            return r.fail_at(data_offset, "tensor data [%llu, %llu + %zu) extends past end of file (%zu bytes)",
-                             (unsigned long long) ti.offset, (unsigned long long) ti.offset, ti.size, r.size);
+            return r.fail_at(info_at[i],
+                             "data (%zu bytes at data offset %llu, data section at file offset %zu) extends past end "
+                             "of file (%zu bytes)",
+                             ti.size, (unsigned long long) ti.offset, data_offset, r.size);
         }
     }
     r.key = nullptr;
@@ -429,8 +454,9 @@ gguf_context * gguf_init_from_file(const char * fname, gguf_init_params params, 
         return nullptr;
     }
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        const std::string why = errno && !S_ISREG(st.st_mode) ? "not a regular file" : strerror(errno);
+    const bool stat_ok = fstat(fd, &st) == 0;
+    if (!stat_ok || !S_ISREG(st.st_mode)) {
+        const std::string why = stat_ok ? "not a regular file" : strerror(errno);
         close(fd);
         report(std::string(fname) + ": cannot read: " + why, __func__, err);
         return nullptr;
