@@ -73,6 +73,6 @@ def test_dequantize_and_shapes():
     assert y0.shape == x.shape and np.array_equal(y0, y1)
     amax = np.abs(x.reshape(-1, 32)).max(axis=1)
     err = np.abs((y0 - x).reshape(-1, 32)).max(axis=1)
-    assert np.all(err <= amax / 127 * 0.5 * 1.01 + 1e-7)
+    assert np.all(err <= amax / 127 * (0.5 + 127 * 2.0**-11) + 1e-7)  # rounding + f16 d error
     with pytest.raises(ValueError, match="multiple of 32"):
         quantize_q8_0(np.zeros(33, np.float32))
