@@ -1,0 +1,202 @@
+// graph-dump - build a small transformer block (rms_norm, mul, mul_mat, rope, soft_max, swiglu,
+// permute/cont views), plan it with the graph allocator (or the scheduler), run it on the CPU,
+// and write PREFIX.dot / PREFIX.json (and PREFIX.svg with --svg when graphviz is installed).
+//
+//   graph-dump -o /tmp/block --svg
+//   graph-dump -o /tmp/block --sched      # backends, splits and copies from the scheduler
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "ggml-dump.h"
+#include "ggml.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct block_weights {
+    ggml_tensor *attn_norm, *wq, *wk, *wv, *wo, *ffn_norm, *w_gate, *w_up, *w_down;
+};
+
+constexpr int n_embd = 64, n_head = 4, head_dim = n_embd / n_head, n_ff = 172, n_tokens = 7;
+
+block_weights make_weights(ggml_context * ctx) {
+    block_weights w;
+    auto mk = [&](const char * name, int64_t n0, int64_t n1) {
+        ggml_tensor * t =
+            n1 > 1 ? ggml_new_tensor_2d(ctx, GGML_TYPE_F32, n0, n1) : ggml_new_tensor_1d(ctx, GGML_TYPE_F32, n0);
+        ggml_set_name(t, name);
+        ggml_set_param(t);
+        return t;
+    };
+    w.attn_norm = mk("attn_norm.weight", n_embd, 1); // [n_embd]
+    w.wq = mk("attn_q.weight", n_embd, n_embd);      // [n_embd, n_embd]
+    w.wk = mk("attn_k.weight", n_embd, n_embd);
+    w.wv = mk("attn_v.weight", n_embd, n_embd);
+    w.wo = mk("attn_output.weight", n_embd, n_embd);
+    w.ffn_norm = mk("ffn_norm.weight", n_embd, 1);
+    w.w_gate = mk("ffn_gate.weight", n_embd, n_ff); // [n_embd, n_ff]
+    w.w_up = mk("ffn_up.weight", n_embd, n_ff);
+    w.w_down = mk("ffn_down.weight", n_ff, n_embd); // [n_ff, n_embd]
+    return w;
+}
+
+// x: [n_embd, n_tokens], pos: i32 [n_tokens] -> [n_embd, n_tokens]
+ggml_tensor * build_block(ggml_context * ctx, const block_weights & w, ggml_tensor * x, ggml_tensor * pos) {
+    ggml_tensor * cur = ggml_mul(ctx, ggml_rms_norm(ctx, x, 1e-5f), w.attn_norm);
+    ggml_set_name(cur, "attn_norm");
+    auto proj = [&](ggml_tensor * wt, const char * name, bool rope) { // -> [head_dim, n_head, n_tokens]
+        ggml_tensor * t = ggml_reshape_3d(ctx, ggml_mul_mat(ctx, wt, cur), head_dim, n_head, n_tokens);
+        if (rope) t = ggml_rope_ext(ctx, t, pos, nullptr, head_dim, GGML_ROPE_TYPE_NORMAL, 10000.0f, 1.0f);
+        ggml_set_name(t, name);
+        return t;
+    };
+    ggml_tensor * q = ggml_permute(ctx, proj(w.wq, "Qcur", true), 0, 2, 1, 3); // [head_dim, n_tokens, n_head]
+    ggml_tensor * k = ggml_permute(ctx, proj(w.wk, "Kcur", true), 0, 2, 1, 3);
+    ggml_tensor * v = proj(w.wv, "Vcur", false);
+    ggml_tensor * kq = ggml_mul_mat(ctx, k, q); // [n_kv, n_tokens, n_head]
+    ggml_set_name(kq, "kq");
+    kq = ggml_soft_max_causal(ctx, kq, 1.0f / std::sqrt((float)head_dim), 0);
+    ggml_set_name(kq, "kq_soft_max");
+    ggml_tensor * vt = ggml_cont(ctx, ggml_permute(ctx, v, 1, 2, 0, 3)); // [n_kv, head_dim, n_head]
+    ggml_tensor * kqv = ggml_mul_mat(ctx, vt, kq);                       // [head_dim, n_tokens, n_head]
+    ggml_tensor * merged = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), n_embd, n_tokens);
+    ggml_set_name(merged, "kqv_merged");
+    ggml_tensor * h = ggml_add(ctx, x, ggml_mul_mat(ctx, w.wo, merged));
+    ggml_set_name(h, "ffn_inp");
+    cur = ggml_mul(ctx, ggml_rms_norm(ctx, h, 1e-5f), w.ffn_norm);
+    ggml_tensor * g = ggml_mul_mat(ctx, w.w_gate, cur); // [n_ff, n_tokens]
+    ggml_tensor * u = ggml_mul_mat(ctx, w.w_up, cur);
+    ggml_tensor * s = ggml_swiglu_split(ctx, g, u);
+    ggml_set_name(s, "ffn_swiglu");
+    ggml_tensor * out = ggml_add(ctx, h, ggml_mul_mat(ctx, w.w_down, s));
+    ggml_set_name(out, "l_out");
+    return out;
+}
+
+void fill_random(ggml_tensor * t, std::mt19937 & rng, float scale) {
+    std::vector<float> v(ggml_nelements(t));
+    for (auto & x : v)
+        x = std::uniform_real_distribution<float>(-scale, scale)(rng);
+    ggml_backend_tensor_set(t, v.data(), 0, v.size() * sizeof(float));
+}
+
+void usage(const char * argv0) { std::fprintf(stderr, "usage: %s [-o PREFIX] [--svg] [--sched]\n", argv0); }
+
+} // namespace
+
+int main(int argc, char ** argv) {
+    std::string prefix = "graph-dump";
+    bool svg = false, use_sched = false;
+    for (int i = 1; i < argc; ++i) {
+        if (!std::strcmp(argv[i], "-o") && i + 1 < argc)
+            prefix = argv[++i];
+        else if (!std::strcmp(argv[i], "--svg"))
+            svg = true;
+        else if (!std::strcmp(argv[i], "--sched"))
+            use_sched = true;
+        else if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) {
+            usage(argv[0]);
+            return 0;
+        } else {
+            std::fprintf(stderr, "graph-dump: unknown or incomplete argument '%s'\n", argv[i]);
+            usage(argv[0]);
+            return 1;
+        }
+    }
+
+    ggml_backend_t cpu = ggml_backend_cpu_init();
+    ggml_backend_cpu_set_n_threads(cpu, 2);
+    const size_t meta = ggml_tensor_overhead() * 256 + ggml_graph_overhead_custom(GGML_DEFAULT_GRAPH_SIZE);
+    ggml_context * wctx = ggml_init({meta, nullptr, true});
+    ggml_context * gctx = ggml_init({meta, nullptr, true});
+    block_weights w = make_weights(wctx);
+    ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors(wctx, cpu);
+    if (!wbuf) {
+        std::fprintf(stderr, "graph-dump: cannot allocate the weights\n");
+        return 1;
+    }
+    ggml_backend_buffer_set_usage(wbuf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    std::mt19937 rng(42);
+    for (ggml_tensor * t = ggml_get_first_tensor(wctx); t; t = ggml_get_next_tensor(wctx, t))
+        fill_random(t, rng, 0.1f);
+
+    ggml_tensor * x = ggml_new_tensor_2d(gctx, GGML_TYPE_F32, n_embd, n_tokens); // [n_embd, n_tokens]
+    ggml_set_name(x, "inp_embd");
+    ggml_set_input(x);
+    ggml_tensor * pos = ggml_new_tensor_1d(gctx, GGML_TYPE_I32, n_tokens); // [n_tokens]
+    ggml_set_name(pos, "inp_pos");
+    ggml_set_input(pos);
+    ggml_tensor * out = build_block(gctx, w, x, pos);
+    ggml_set_output(out);
+    ggml_cgraph * gf = ggml_new_graph(gctx);
+    ggml_build_forward_expand(gf, out);
+
+    ggml_gallocr_t galloc = nullptr;
+    ggml_backend_sched_t sched = nullptr;
+    bool ok;
+    if (use_sched) {
+        sched = ggml_backend_sched_new(&cpu, 1, GGML_DEFAULT_GRAPH_SIZE);
+        ok = ggml_backend_sched_alloc_graph(sched, gf);
+    } else {
+        galloc = ggml_gallocr_new(ggml_backend_cpu_buffer_type());
+        ok = ggml_gallocr_alloc_graph(galloc, gf);
+    }
+    if (!ok) {
+        std::fprintf(stderr, "graph-dump: graph allocation failed\n");
+        return 1;
+    }
+    fill_random(x, rng, 1.0f);
+    std::vector<int32_t> p(n_tokens);
+    for (int i = 0; i < n_tokens; ++i)
+        p[i] = i;
+    ggml_backend_tensor_set(pos, p.data(), 0, p.size() * sizeof(int32_t));
+    const ggml_status st =
+        use_sched ? ggml_backend_sched_graph_compute(sched, gf) : ggml_backend_graph_compute(cpu, gf);
+    if (st != GGML_STATUS_SUCCESS) {
+        std::fprintf(stderr, "graph-dump: compute failed (%d)\n", (int)st);
+        return 1;
+    }
+
+    ggml_dump_info info;
+    info.galloc = galloc;
+    info.sched = sched;
+    info.title = "transformer block (CPU)";
+    std::string err;
+    if (!ggml_graph_dump_files(gf, &info, prefix, &err)) {
+        std::fprintf(stderr, "graph-dump: %s\n", err.c_str());
+        return 1;
+    }
+    std::printf("%d nodes, %d leafs\n", ggml_graph_n_nodes(gf), ggml_graph_n_leafs(gf));
+    if (galloc) {
+        std::printf("compute buffer: %zu bytes planned (one buffer per tensor: %zu bytes)\n",
+                    ggml_gallocr_get_buffer_size(galloc), ggml_gallocr_naive_size(gf, ggml_backend_cpu_buffer_type()));
+    } else {
+        std::printf("splits: %d, copies: %d, CPU compute buffer: %zu bytes\n", ggml_backend_sched_get_n_splits(sched),
+                    ggml_backend_sched_get_n_copies(sched), ggml_backend_sched_get_buffer_size(sched, cpu));
+    }
+    std::printf("wrote %s.dot and %s.json\n", prefix.c_str(), prefix.c_str());
+    if (svg) {
+        if (std::system("command -v dot > /dev/null 2>&1") != 0) {
+            std::fprintf(stderr, "graph-dump: graphviz 'dot' not found, skipping the SVG\n");
+        } else {
+            const std::string cmd = "dot -Tsvg '" + prefix + ".dot' -o '" + prefix + ".svg'";
+            if (std::system(cmd.c_str()) != 0) {
+                std::fprintf(stderr, "graph-dump: '%s' failed\n", cmd.c_str());
+                return 1;
+            }
+            std::printf("wrote %s.svg\n", prefix.c_str());
+        }
+    }
+    ggml_backend_sched_free(sched);
+    ggml_gallocr_free(galloc);
+    ggml_backend_buffer_free(wbuf);
+    ggml_free(gctx);
+    ggml_free(wctx);
+    ggml_backend_free(cpu);
+    return 0;
+}
