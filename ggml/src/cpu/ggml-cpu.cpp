@@ -1,0 +1,215 @@
+// cpu/ggml-cpu.cpp - the CPU backend: host buffers (64-byte aligned, or wrapping existing memory),
+// graph execution on a persistent thread pool, and ggml_graph_compute_with_ctx.
+//
+// A graph runs as one thread-pool job: every thread walks the node list, calls each kernel with
+// its ith, and meets the others at a barrier after each node. View ops, NONE and empty nodes are
+// skipped. Kernels share one scratch block sized max over nodes of ggml_cpu_op_work_size.
+#include "ggml-backend.h"
+#include "ggml-impl.h"
+#include "ops.h"
+#include "threadpool.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+static constexpr size_t k_cpu_alignment = 64;
+
+static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+// ---- scratch ---------------------------------------------------------------------------------
+struct ggml_cpu_work_buffer {
+    void * data = nullptr;
+    size_t size = 0;
+    ~ggml_cpu_work_buffer() { std::free(data); }
+    bool reserve(size_t n) {
+        if (n <= size) return true;
+        void * p = std::aligned_alloc(k_cpu_alignment, round_up(n, k_cpu_alignment));
+        if (!p) return false;
+        std::free(data);
+        data = p;
+        size = n;
+        return true;
+    }
+};
+
+// ---- graph execution -------------------------------------------------------------------------
+static ggml_status cpu_graph_compute(ggml_cpu_threadpool & tp, ggml_cpu_work_buffer & work, ggml_cgraph * gf) {
+    const int nth = tp.n_threads();
+    std::vector<ggml_tensor *> nodes;
+    nodes.reserve(gf->n_nodes);
+    size_t wsize = 0;
+    for (int i = 0; i < gf->n_nodes; ++i) {
+        ggml_tensor * t = gf->nodes[i];
+        if (t->op == GGML_OP_NONE || ggml_is_view_op(t->op) || ggml_nelements(t) == 0) continue;
+        if (!ggml_cpu_supports_op(t)) {
+            GGML_LOG_ERROR("%s: node %d '%s' (%s, %s) is not supported by the CPU backend\n", __func__, i, t->name,
+                           ggml_op_name(t->op), ggml_type_name(t->type));
+            return GGML_STATUS_FAILED;
+        }
+        for (int j = -1; j < GGML_MAX_SRC; ++j) {
+            const ggml_tensor * s = j < 0 ? t : t->src[j];
+            if (!s) continue;
+            if (!s->data || (s->buffer && !ggml_backend_buffer_is_host(s->buffer))) {
+                GGML_LOG_ERROR("%s: node %d '%s' (%s): tensor '%s' has no host memory\n", __func__, i, t->name,
+                               ggml_op_name(t->op), s->name);
+                return GGML_STATUS_FAILED;
+            }
+        }
+        wsize = std::max(wsize, ggml_cpu_op_work_size(t, nth));
+        nodes.push_back(t);
+    }
+    if (!work.reserve(wsize)) {
+        GGML_LOG_ERROR("%s: cannot allocate %zu bytes of scratch\n", __func__, wsize);
+        return GGML_STATUS_ALLOC_FAILED;
+    }
+    if (nodes.empty()) return GGML_STATUS_SUCCESS;
+
+    void * wdata = work.data;
+    tp.run([&](int ith) {
+        ggml_cpu_params p;
+        p.ith = ith;
+        p.nth = nth;
+        p.wdata = wdata;
+        p.wsize = wsize;
+        p.barrier = [&tp] { tp.barrier(); };
+        for (size_t i = 0; i < nodes.size(); ++i) {
+            ggml_cpu_compute_node(p, nodes[i]);
+            if (i + 1 < nodes.size()) tp.barrier();
+        }
+    });
+    return GGML_STATUS_SUCCESS;
+}
+
+void ggml_graph_compute_with_ctx(ggml_context * ctx, ggml_cgraph * gf, int n_threads) {
+    (void)ctx;
+    // one cached pool for all callers (serialized), so repeated calls do not respawn threads
+    static std::mutex mutex;
+    static std::unique_ptr<ggml_cpu_threadpool> pool;
+    static ggml_cpu_work_buffer work;
+    std::lock_guard<std::mutex> lock(mutex);
+    n_threads = std::max(1, n_threads);
+    if (!pool || pool->n_threads() != n_threads) {
+        pool.reset();
+        pool = std::make_unique<ggml_cpu_threadpool>(n_threads);
+    }
+    const ggml_status st = cpu_graph_compute(*pool, work, gf);
+    GGML_ASSERT(st == GGML_STATUS_SUCCESS && "ggml_graph_compute_with_ctx failed (see log)");
+}
+
+// ---- buffers ---------------------------------------------------------------------------------
+static void cpu_buffer_free(ggml_backend_buffer_t buf) { std::free(buf->context); }
+static void cpu_buffer_free_nothing(ggml_backend_buffer_t) {}
+static void * cpu_buffer_get_base(ggml_backend_buffer_t buf) { return buf->context; }
+
+static void cpu_buffer_set_tensor(ggml_backend_buffer_t, ggml_tensor * t, const void * data, size_t offset,
+                                  size_t size) {
+    std::memcpy((char *)t->data + offset, data, size);
+}
+static void cpu_buffer_get_tensor(ggml_backend_buffer_t, const ggml_tensor * t, void * data, size_t offset,
+                                  size_t size) {
+    std::memcpy(data, (const char *)t->data + offset, size);
+}
+static bool cpu_buffer_cpy_tensor(ggml_backend_buffer_t, const ggml_tensor * src, ggml_tensor * dst) {
+    if (src->buffer && !ggml_backend_buffer_is_host(src->buffer)) return false;
+    std::memcpy(dst->data, src->data, ggml_nbytes(src));
+    return true;
+}
+static void cpu_buffer_clear(ggml_backend_buffer_t buf, uint8_t value) { std::memset(buf->context, value, buf->size); }
+
+static ggml_backend_buffer_i cpu_buffer_iface(bool owns_memory) {
+    ggml_backend_buffer_i i{};
+    i.free_buffer = owns_memory ? cpu_buffer_free : cpu_buffer_free_nothing;
+    i.get_base = cpu_buffer_get_base;
+    i.init_tensor = nullptr;
+    i.set_tensor = cpu_buffer_set_tensor;
+    i.get_tensor = cpu_buffer_get_tensor;
+    i.cpy_tensor = cpu_buffer_cpy_tensor;
+    i.clear = cpu_buffer_clear;
+    return i;
+}
+
+static const char * cpu_buft_get_name(ggml_backend_buffer_type_t) { return "CPU"; }
+static ggml_backend_buffer_t cpu_buft_alloc_buffer(ggml_backend_buffer_type_t buft, size_t size) {
+    // always allocate something, so a zero-sized buffer still has a valid base
+    void * data = std::aligned_alloc(k_cpu_alignment, round_up(std::max<size_t>(size, 1), k_cpu_alignment));
+    if (!data) {
+        GGML_LOG_ERROR("%s: failed to allocate %.2f MiB of host memory\n", __func__, size / (1024.0 * 1024.0));
+        return nullptr;
+    }
+    return ggml_backend_buffer_init(buft, cpu_buffer_iface(true), data, size);
+}
+static size_t cpu_buft_get_alignment(ggml_backend_buffer_type_t) { return k_cpu_alignment; }
+static size_t cpu_buft_get_max_size(ggml_backend_buffer_type_t) { return SIZE_MAX; }
+static bool cpu_buft_is_host(ggml_backend_buffer_type_t) { return true; }
+
+ggml_backend_buffer_type_t ggml_backend_cpu_buffer_type() {
+    static ggml_backend_buffer_type buft = {
+        {cpu_buft_get_name, cpu_buft_alloc_buffer, cpu_buft_get_alignment, cpu_buft_get_max_size, nullptr,
+         cpu_buft_is_host},
+        nullptr,
+    };
+    return &buft;
+}
+
+ggml_backend_buffer_t ggml_backend_cpu_buffer_from_ptr(void * ptr, size_t size) {
+    GGML_ASSERT(ptr && "ggml_backend_cpu_buffer_from_ptr: null pointer");
+    return ggml_backend_buffer_init(ggml_backend_cpu_buffer_type(), cpu_buffer_iface(false), ptr, size);
+}
+
+// ---- backend ---------------------------------------------------------------------------------
+struct ggml_backend_cpu_context {
+    int n_threads;
+    std::unique_ptr<ggml_cpu_threadpool> pool;
+    ggml_cpu_work_buffer work;
+};
+
+static const char * cpu_backend_get_name(ggml_backend_t) { return "CPU"; }
+static void cpu_backend_free(ggml_backend_t backend) {
+    delete (ggml_backend_cpu_context *)backend->context;
+    delete backend;
+}
+static ggml_backend_buffer_type_t cpu_backend_get_default_buffer_type(ggml_backend_t) {
+    return ggml_backend_cpu_buffer_type();
+}
+static ggml_status cpu_backend_graph_compute(ggml_backend_t backend, ggml_cgraph * gf) {
+    auto * ctx = (ggml_backend_cpu_context *)backend->context;
+    if (!ctx->pool || ctx->pool->n_threads() != ctx->n_threads) {
+        ctx->pool.reset();
+        ctx->pool = std::make_unique<ggml_cpu_threadpool>(ctx->n_threads);
+    }
+    return cpu_graph_compute(*ctx->pool, ctx->work, gf);
+}
+static bool cpu_backend_supports_op(ggml_backend_t, const ggml_tensor * op) { return ggml_cpu_supports_op(op); }
+static bool cpu_backend_supports_buft(ggml_backend_t, ggml_backend_buffer_type_t buft) {
+    return ggml_backend_buft_is_host(buft);
+}
+
+ggml_backend_t ggml_backend_cpu_init() {
+    auto * ctx = new ggml_backend_cpu_context;
+    const unsigned hc = std::thread::hardware_concurrency();
+    ctx->n_threads = hc == 0 ? 4 : (int)hc;
+    ggml_backend_i iface{};
+    iface.get_name = cpu_backend_get_name;
+    iface.free = cpu_backend_free;
+    iface.get_default_buffer_type = cpu_backend_get_default_buffer_type;
+    iface.graph_compute = cpu_backend_graph_compute;
+    iface.supports_op = cpu_backend_supports_op;
+    iface.supports_buft = cpu_backend_supports_buft;
+    iface.synchronize = nullptr;
+    iface.set_tensor_async = nullptr;
+    iface.get_tensor_async = nullptr;
+    return new ggml_backend{iface, ctx};
+}
+
+bool ggml_backend_is_cpu(ggml_backend_t backend) { return backend && backend->iface.get_name == cpu_backend_get_name; }
+
+void ggml_backend_cpu_set_n_threads(ggml_backend_t backend, int n_threads) {
+    GGML_ASSERT(ggml_backend_is_cpu(backend));
+    auto * ctx = (ggml_backend_cpu_context *)backend->context;
+    ctx->n_threads = std::max(1, n_threads); // the pool is rebuilt on the next graph
+}

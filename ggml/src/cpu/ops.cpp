@@ -1,0 +1,115 @@
+// cpu/ops.cpp - the CPU op table: which nodes the CPU can run (op + types) and the dispatch
+// from dst->op to the ggml_cpu_op_* kernels. View ops and NONE compute nothing.
+#include "common.h"
+
+static bool is_f32(const ggml_tensor * t) { return t->type == GGML_TYPE_F32; }
+static bool is_f32_f16(const ggml_tensor * t) { return ggml_cpu_is_float(t->type); }
+static bool is_weight_type(const ggml_tensor * t) { return is_f32_f16(t) || t->type == GGML_TYPE_Q8_0; }
+
+bool ggml_cpu_supports_op(const ggml_tensor * dst) {
+    const ggml_tensor * s0 = dst->src[0];
+    const ggml_tensor * s1 = dst->src[1];
+    const ggml_tensor * s2 = dst->src[2];
+    const ggml_tensor * s3 = dst->src[3];
+    switch (dst->op) {
+        case GGML_OP_NONE:
+        case GGML_OP_RESHAPE:
+        case GGML_OP_VIEW:
+        case GGML_OP_PERMUTE:
+        case GGML_OP_TRANSPOSE:
+            return true;
+        case GGML_OP_DUP:
+        case GGML_OP_CONT:
+        case GGML_OP_CPY: // dup.cpp: f32/f16/q8_0 in any combination; a q8_0 dst needs dense whole blocks
+            return s0 && is_weight_type(s0) && is_weight_type(dst) &&
+                   (dst->type != GGML_TYPE_Q8_0 || (dst->nb[0] == sizeof(block_q8_0) && dst->ne[0] % QK8_0 == 0));
+        case GGML_OP_ADD:
+        case GGML_OP_MUL:
+            return s0 && s1 && is_f32_f16(s0) && is_f32(s1) && dst->type == s0->type;
+        case GGML_OP_SCALE:
+        case GGML_OP_SILU:
+        case GGML_OP_RMS_NORM:
+        case GGML_OP_DIAG_MASK_INF:
+            return s0 && is_f32_f16(s0) && dst->type == s0->type;
+        case GGML_OP_SWIGLU:
+            return s0 && s1 && is_f32_f16(s0) && is_f32_f16(s1) && is_f32_f16(dst);
+        case GGML_OP_GET_ROWS:
+            return s0 && s1 && is_weight_type(s0) && s1->type == GGML_TYPE_I32 && is_f32(dst);
+        case GGML_OP_SOFT_MAX:
+            return s0 && is_f32(s0) && is_f32(dst) && (!s1 || is_f32_f16(s1));
+        case GGML_OP_ROPE:
+            return s0 && s1 && is_f32_f16(s0) && dst->type == s0->type && s1->type == GGML_TYPE_I32 &&
+                   (!s2 || is_f32(s2));
+        case GGML_OP_MUL_MAT:
+            return s0 && s1 && is_weight_type(s0) && is_f32(s1) && is_f32(dst);
+        case GGML_OP_ARGMAX:
+            return s0 && is_f32(s0) && dst->type == GGML_TYPE_I32;
+        case GGML_OP_FLASH_ATTN_EXT:
+            return s0 && s1 && s2 && is_f32(s0) && is_f32_f16(s1) && is_f32_f16(s2) && (!s3 || is_f32_f16(s3)) &&
+                   s1->nb[0] == ggml_type_size(s1->type) && s2->nb[0] == ggml_type_size(s2->type);
+        case GGML_OP_COUNT:
+            break;
+    }
+    return false;
+}
+
+void ggml_cpu_compute_node(const ggml_cpu_params & p, ggml_tensor * dst) {
+    switch (dst->op) {
+        case GGML_OP_NONE:
+        case GGML_OP_RESHAPE:
+        case GGML_OP_VIEW:
+        case GGML_OP_PERMUTE:
+        case GGML_OP_TRANSPOSE:
+            return;
+        case GGML_OP_DUP:
+        case GGML_OP_CONT:
+            ggml_cpu_op_dup(p, dst);
+            return;
+        case GGML_OP_CPY:
+            ggml_cpu_op_cpy(p, dst);
+            return;
+        case GGML_OP_ADD:
+            ggml_cpu_op_add(p, dst);
+            return;
+        case GGML_OP_MUL:
+            ggml_cpu_op_mul(p, dst);
+            return;
+        case GGML_OP_SCALE:
+            ggml_cpu_op_scale(p, dst);
+            return;
+        case GGML_OP_SILU:
+            ggml_cpu_op_silu(p, dst);
+            return;
+        case GGML_OP_SWIGLU:
+            ggml_cpu_op_swiglu(p, dst);
+            return;
+        case GGML_OP_GET_ROWS:
+            ggml_cpu_op_get_rows(p, dst);
+            return;
+        case GGML_OP_DIAG_MASK_INF:
+            ggml_cpu_op_diag_mask_inf(p, dst);
+            return;
+        case GGML_OP_SOFT_MAX:
+            ggml_cpu_op_soft_max(p, dst);
+            return;
+        case GGML_OP_ROPE:
+            ggml_cpu_op_rope(p, dst);
+            return;
+        case GGML_OP_RMS_NORM:
+            ggml_cpu_op_rms_norm(p, dst);
+            return;
+        case GGML_OP_MUL_MAT:
+            ggml_cpu_op_mul_mat(p, dst);
+            return;
+        case GGML_OP_ARGMAX:
+            ggml_cpu_op_argmax(p, dst);
+            return;
+        case GGML_OP_FLASH_ATTN_EXT:
+            ggml_cpu_op_flash_attn_ext(p, dst);
+            return;
+        case GGML_OP_COUNT:
+            break;
+    }
+    GGML_ABORT("ggml_cpu_compute_node: op %d (%s) of node '%s' has no CPU kernel", (int)dst->op, ggml_op_name(dst->op),
+               dst->name);
+}

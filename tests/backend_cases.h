@@ -1,0 +1,527 @@
+// backend_cases.h - the op cases of the backend-equivalence suite (as llama.cpp's test-backend-ops).
+//
+// Each case builds a small graph with the ggml.h builders: leaf tensors (op NONE, contiguous)
+// get deterministic random data from backend_case_leaf_data, views of them feed one op, and the
+// case's output is that op. Runners:
+//   tests/test_ops.cpp           CPU backend vs an independent double-precision reference
+//   tests/test_backend_cuda.cpp  CUDA vs CPU on the same cases (SKIPPED without a GPU)
+//
+//   for (const backend_case & c : backend_cases()) {
+//       ggml_tensor * out = c.build(ctx);                          // ctx: host or no_alloc
+//       for each leaf: bytes = backend_case_leaf_data(leaf, backend_case_seed(c));  // set into the leaf
+//       ... compute on a backend, read out's bytes ...
+//       double e = backend_case_nmse(got, expected);               // CHECK(e <= c.max_nmse)
+//   }
+//
+// Leaf data by name prefix: "pos" i32 positions in [0, 1000); "ff" f32 freq factors in [1, 8];
+// "mask" f32/f16 (0, small negatives, -inf; rows with i1 % 5 == 3 fully -inf); "ties" small
+// integers in [-2, 2] (for argmax ties); anything else uniform in [-1, 1] without zeros (f16: exact
+// multiples of 1/1024), i32 in [0, 100).
+// NMSE thresholds: exact ops 0, f32 1e-7, f16 (inputs or outputs) 1e-5.
+#pragma once
+
+#include "ggml-backend.h"
+#include "ggml.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+struct backend_case {
+    std::string group;                                  // op family ("add", "rope", ...): one TEST_CASE per group
+    std::string name;                                   // unique, readable: shapes, types, layout
+    std::function<ggml_tensor *(ggml_context *)> build; // leaves + views + one op; returns the output
+    double max_nmse;                                    // 0: must match exactly
+};
+
+constexpr double BACKEND_NMSE_EXACT = 0.0;
+constexpr double BACKEND_NMSE_F32 = 1e-7;
+constexpr double BACKEND_NMSE_F16 = 1e-5;
+
+// ---- f16 bits without the library (the tests must not trust the code they test) ---------------
+inline double backend_half_to_double(uint16_t h) {
+    const int e = (h >> 10) & 31, m = h & 1023;
+    double v;
+    if (e == 0)
+        v = std::ldexp((double)m, -24);
+    else if (e == 31)
+        v = m ? NAN : INFINITY;
+    else
+        v = std::ldexp(1.0 + m / 1024.0, e - 15);
+    return (h & 0x8000) ? -v : v;
+}
+// exact for 0, +-inf and normal halfs (the only values the fills produce)
+inline uint16_t backend_double_to_half(double x) {
+    const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+    if (x == 0) return sign;
+    if (std::isinf(x)) return sign | 0x7C00;
+    int e;
+    const double f = std::frexp(std::fabs(x), &e); // |x| = f * 2^e, f in [0.5, 1)
+    const int E = e - 1 + 15;
+    const int m = (int)std::lround((2 * f - 1) * 1024);
+    return sign | (uint16_t)(E << 10) | (uint16_t)m;
+}
+
+inline uint64_t backend_case_seed(const backend_case & c) {
+    uint64_t h = 1469598103934665603ull; // FNV-1a of the name
+    for (char ch : c.name)
+        h = (h ^ (uint8_t)ch) * 1099511628211ull;
+    return h;
+}
+
+// Bytes for a contiguous leaf tensor (ggml_nbytes(leaf) of them).
+inline std::vector<uint8_t> backend_case_leaf_data(const ggml_tensor * leaf, uint64_t seed) {
+    uint64_t h = seed;
+    for (const char * p = leaf->name; *p; ++p)
+        h = (h ^ (uint8_t)*p) * 1099511628211ull;
+    std::mt19937_64 rng(h);
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    const std::string name = leaf->name;
+    auto starts = [&](const char * pre) { return name.rfind(pre, 0) == 0; };
+    const int64_t n = leaf->ne[0] * leaf->ne[1] * leaf->ne[2] * leaf->ne[3];
+    std::vector<uint8_t> out(n * (leaf->type == GGML_TYPE_F16 ? 2 : 4));
+    for (int64_t i = 0; i < n; ++i) {
+        double v;
+        if (leaf->type == GGML_TYPE_I32) {
+            const int32_t k = (int32_t)(rng() % (starts("pos") ? 1000 : 100));
+            std::memcpy(&out[i * 4], &k, 4);
+            continue;
+        }
+        if (starts("ff")) {
+            v = 1.0 + 7.0 * (u(rng) + 1.0) / 2.0;
+        } else if (starts("mask")) {
+            const int64_t i1 = (i / leaf->ne[0]) % leaf->ne[1];
+            const double r = (u(rng) + 1.0) / 2.0;
+            v = i1 % 5 == 3 || r < 0.2 ? -INFINITY : r < 0.4 ? -std::round(r * 1024) / 1024 : 0.0;
+        } else if (starts("ties")) {
+            v = (double)(int)(rng() % 5) - 2.0;
+        } else {
+            do
+                v = std::round(u(rng) * 1024) / 1024;
+            while (v == 0);
+            if (leaf->type == GGML_TYPE_F32) v += u(rng) / 4096; // f32 gets full-precision values
+        }
+        if (leaf->type == GGML_TYPE_F16) {
+            const uint16_t b = backend_double_to_half(v);
+            std::memcpy(&out[i * 2], &b, 2);
+        } else {
+            const float f = (float)v;
+            std::memcpy(&out[i * 4], &f, 4);
+        }
+    }
+    return out;
+}
+
+// Values of t in ne order (i0 fastest), read from base (= the bytes t->data points to), via t's strides.
+inline std::vector<double> backend_case_values(const ggml_tensor * t, const uint8_t * base) {
+    std::vector<double> v;
+    v.reserve(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]);
+    for (int64_t i3 = 0; i3 < t->ne[3]; ++i3)
+        for (int64_t i2 = 0; i2 < t->ne[2]; ++i2)
+            for (int64_t i1 = 0; i1 < t->ne[1]; ++i1)
+                for (int64_t i0 = 0; i0 < t->ne[0]; ++i0) {
+                    const uint8_t * p = base + i0 * t->nb[0] + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3];
+                    if (t->type == GGML_TYPE_F32) {
+                        float f;
+                        std::memcpy(&f, p, 4);
+                        v.push_back(f);
+                    } else if (t->type == GGML_TYPE_F16) {
+                        uint16_t b;
+                        std::memcpy(&b, p, 2);
+                        v.push_back(backend_half_to_double(b));
+                    } else if (t->type == GGML_TYPE_I32) {
+                        int32_t k;
+                        std::memcpy(&k, p, 4);
+                        v.push_back(k);
+                    } else {
+                        v.push_back(NAN); // not a type the cases produce
+                    }
+                }
+    return v;
+}
+
+// Normalized mean squared error sum((a-b)^2) / sum(b^2). Non-finite expected values must match
+// exactly (same infinity); any NaN or size mismatch gives +inf.
+inline double backend_case_nmse(const std::vector<double> & got, const std::vector<double> & want) {
+    if (got.size() != want.size()) return INFINITY;
+    double err = 0, ref = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+        if (std::isnan(got[i]) || std::isnan(want[i])) return INFINITY;
+        if (!std::isfinite(want[i]) || !std::isfinite(got[i])) {
+            if (got[i] != want[i]) return INFINITY;
+            continue;
+        }
+        err += (got[i] - want[i]) * (got[i] - want[i]);
+        ref += want[i] * want[i];
+    }
+    if (ref == 0) return err == 0 ? 0 : INFINITY;
+    return err / ref;
+}
+
+// ---- building blocks for the table ------------------------------------------------------------
+enum backend_layout {
+    BACKEND_LAYOUT_CONT,       // a plain leaf
+    BACKEND_LAYOUT_TRANSPOSED, // transpose of a leaf: nb[0] is not the element size
+    BACKEND_LAYOUT_PERMUTED,   // dims 1 and 2 swapped: dense rows, permuted row order
+    BACKEND_LAYOUT_OFFSET,     // view into a larger leaf: padded rows, non-zero offset
+};
+inline const char * backend_layout_name(backend_layout l) {
+    switch (l) {
+        case BACKEND_LAYOUT_CONT:
+            return "cont";
+        case BACKEND_LAYOUT_TRANSPOSED:
+            return "transposed";
+        case BACKEND_LAYOUT_PERMUTED:
+            return "permuted";
+        case BACKEND_LAYOUT_OFFSET:
+            return "offset";
+    }
+    return "?";
+}
+
+// An input of shape ne with the given memory layout, backed by a leaf named `name`.
+inline ggml_tensor * backend_case_input(ggml_context * ctx, ggml_type type, const int64_t * ne, backend_layout l,
+                                        const char * name) {
+    ggml_tensor * leaf = nullptr;
+    ggml_tensor * t = nullptr;
+    switch (l) {
+        case BACKEND_LAYOUT_CONT:
+            t = leaf = ggml_new_tensor_4d(ctx, type, ne[0], ne[1], ne[2], ne[3]);
+            break;
+        case BACKEND_LAYOUT_TRANSPOSED:
+            leaf = ggml_new_tensor_4d(ctx, type, ne[1], ne[0], ne[2], ne[3]);
+            t = ggml_transpose(ctx, leaf);
+            break;
+        case BACKEND_LAYOUT_PERMUTED:
+            leaf = ggml_new_tensor_4d(ctx, type, ne[0], ne[2], ne[1], ne[3]);
+            t = ggml_permute(ctx, leaf, 0, 2, 1, 3);
+            break;
+        case BACKEND_LAYOUT_OFFSET:
+            leaf = ggml_new_tensor_4d(ctx, type, ne[0] + 3, ne[1] + 1, ne[2], ne[3]);
+            t = ggml_view_4d(ctx, leaf, ne[0], ne[1], ne[2], ne[3], leaf->nb[1], leaf->nb[2], leaf->nb[3],
+                             leaf->nb[1] + 2 * ggml_type_size(type));
+            break;
+    }
+    ggml_set_name(leaf, name);
+    return t;
+}
+
+inline std::string backend_shape_str(const int64_t * ne) {
+    return "[" + std::to_string(ne[0]) + "," + std::to_string(ne[1]) + "," + std::to_string(ne[2]) + "," +
+           std::to_string(ne[3]) + "]";
+}
+
+// ---- the table ---------------------------------------------------------------------------------
+inline std::vector<backend_case> backend_cases() {
+    std::vector<backend_case> cases;
+    auto add = [&](const std::string & group, const std::string & name, double nmse,
+                   std::function<ggml_tensor *(ggml_context *)> build) {
+        for (const backend_case & c : cases)
+            if (c.name == group + " " + name) return; // shapes that coincide (e.g. ne0 = 1 broadcasts)
+        cases.push_back({group, group + " " + name, std::move(build), nmse});
+    };
+    const int64_t sizes[] = {1, 7, 33, 4097};
+    const backend_layout layouts[] = {BACKEND_LAYOUT_CONT, BACKEND_LAYOUT_TRANSPOSED, BACKEND_LAYOUT_PERMUTED,
+                                      BACKEND_LAYOUT_OFFSET};
+    auto tol = [](ggml_type t) { return t == GGML_TYPE_F16 ? BACKEND_NMSE_F16 : BACKEND_NMSE_F32; };
+
+    // ADD / MUL: b broadcast over a; a of any layout and f32/f16, b f32 of any layout
+    for (ggml_op op : {GGML_OP_ADD, GGML_OP_MUL}) {
+        const std::string g = op == GGML_OP_ADD ? "add" : "mul";
+        auto mk = [op](ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
+            return op == GGML_OP_ADD ? ggml_add(ctx, a, b) : ggml_mul(ctx, a, b);
+        };
+        for (int64_t n0 : sizes) {
+            const int64_t ne[4] = {n0, 3, 2, 2};
+            // b shapes: same, row, row per dim 2, per-column broadcast, scalar
+            const int64_t bnes[][4] = {{n0, 3, 2, 2}, {n0, 1, 1, 1}, {n0, 1, 2, 1}, {1, 3, 1, 2}, {1, 1, 1, 1}};
+            for (const auto & bne : bnes) {
+                for (backend_layout la : layouts) {
+                    for (ggml_type ta : {GGML_TYPE_F32, GGML_TYPE_F16}) {
+                        if (ta == GGML_TYPE_F16 && la != BACKEND_LAYOUT_CONT && la != BACKEND_LAYOUT_TRANSPOSED)
+                            continue;
+                        const std::string nm = std::string(ggml_type_name(ta)) + " a" + backend_shape_str(ne) + " " +
+                                               backend_layout_name(la) + " b" + backend_shape_str(bne);
+                        add(g, nm, tol(ta), [=](ggml_context * ctx) {
+                            ggml_tensor * a = backend_case_input(ctx, ta, ne, la, "a");
+                            ggml_tensor * b = backend_case_input(ctx, GGML_TYPE_F32, bne, BACKEND_LAYOUT_CONT, "b");
+                            return mk(ctx, a, b);
+                        });
+                    }
+                }
+            }
+            // non-contiguous b
+            const int64_t bne[4] = {n0, 3, 1, 2};
+            for (backend_layout lb : layouts) {
+                add(g, "f32 a" + backend_shape_str(ne) + " b" + backend_shape_str(bne) + " " + backend_layout_name(lb),
+                    BACKEND_NMSE_F32, [=](ggml_context * ctx) {
+                        ggml_tensor * a = backend_case_input(ctx, GGML_TYPE_F32, ne, BACKEND_LAYOUT_CONT, "a");
+                        ggml_tensor * b = backend_case_input(ctx, GGML_TYPE_F32, bne, lb, "b");
+                        return mk(ctx, a, b);
+                    });
+            }
+        }
+        // b repeated along ne0 (ne0 12 = 3 x 4)
+        add(g, "f32 a[12,5,1,1] b[4,5,1,1]", BACKEND_NMSE_F32, [=](ggml_context * ctx) {
+            const int64_t ne[4] = {12, 5, 1, 1}, bne[4] = {4, 5, 1, 1};
+            return mk(ctx, backend_case_input(ctx, GGML_TYPE_F32, ne, BACKEND_LAYOUT_CONT, "a"),
+                      backend_case_input(ctx, GGML_TYPE_F32, bne, BACKEND_LAYOUT_CONT, "b"));
+        });
+    }
+
+    // SCALE / SILU / SWIGLU / RMS_NORM: elementwise or per-row, any layout, f32/f16
+    for (const char * g : {"scale", "silu", "swiglu", "rms_norm"}) {
+        const std::string gs = g;
+        for (int64_t n0 : sizes) {
+            for (int64_t n1 : {int64_t(1), int64_t(5)}) {
+                const int64_t ne[4] = {n0, n1, 3, 2};
+                for (backend_layout la : layouts) {
+                    for (ggml_type ta : {GGML_TYPE_F32, GGML_TYPE_F16}) {
+                        if (ta == GGML_TYPE_F16 && la == BACKEND_LAYOUT_PERMUTED) continue;
+                        const std::string nm = std::string(ggml_type_name(ta)) + " " + backend_shape_str(ne) + " " +
+                                               backend_layout_name(la);
+                        add(gs, nm, tol(ta), [=](ggml_context * ctx) -> ggml_tensor * {
+                            ggml_tensor * a = backend_case_input(ctx, ta, ne, la, "a");
+                            if (gs == "scale") return ggml_scale(ctx, a, 0.37f);
+                            if (gs == "silu") return ggml_silu(ctx, a);
+                            if (gs == "rms_norm") return ggml_rms_norm(ctx, a, n0 == 1 ? 1e-2f : 1e-6f);
+                            // swiglu: b in a different layout than a
+                            const backend_layout lb =
+                                la == BACKEND_LAYOUT_CONT ? BACKEND_LAYOUT_OFFSET : BACKEND_LAYOUT_CONT;
+                            return ggml_swiglu_split(ctx, a, backend_case_input(ctx, ta, ne, lb, "b"));
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    // SOFT_MAX: scale, optional mask (f32/f16, taller than a, broadcast over dims 2,3), causal
+    for (int64_t n0 : sizes) {
+        for (int64_t n1 : {int64_t(1), int64_t(6)}) {
+            const int64_t ne[4] = {n0, n1, 4, 2};
+            for (int mask_kind = 0; mask_kind < 4; ++mask_kind) { // none, f32 bcast, f16 bcast, f32 per dim 2
+                for (int n_past : {-1, 0, 3}) {
+                    for (backend_layout la : {BACKEND_LAYOUT_CONT, BACKEND_LAYOUT_PERMUTED, BACKEND_LAYOUT_OFFSET}) {
+                        if (la != BACKEND_LAYOUT_CONT && (mask_kind == 3 || n_past == 3)) continue;
+                        const char * mk[] = {"no mask", "mask f32", "mask f16", "mask f32 [.,.,4,1]"};
+                        const std::string nm = backend_shape_str(ne) + " " + backend_layout_name(la) + " " +
+                                               mk[mask_kind] + " causal " + std::to_string(n_past);
+                        add("soft_max", nm, mask_kind == 2 ? BACKEND_NMSE_F16 : BACKEND_NMSE_F32,
+                            [=](ggml_context * ctx) {
+                                ggml_tensor * a = backend_case_input(ctx, GGML_TYPE_F32, ne, la, "a");
+                                ggml_tensor * m = nullptr;
+                                if (mask_kind > 0) {
+                                    const int64_t mne[4] = {n0, n1 + 2, mask_kind == 3 ? 4 : 1, 1};
+                                    m = backend_case_input(ctx, mask_kind == 2 ? GGML_TYPE_F16 : GGML_TYPE_F32, mne,
+                                                           BACKEND_LAYOUT_CONT, "mask");
+                                }
+                                if (n_past < 0) return ggml_soft_max_ext(ctx, a, m, 0.8f);
+                                if (!m) return ggml_soft_max_causal(ctx, a, 0.8f, n_past);
+                                ggml_tensor * t = ggml_soft_max_ext(ctx, a, m, 0.8f); // mask + causal together
+                                ggml_set_op_params_i32(t, 1, n_past);
+                                return t;
+                            });
+                    }
+                }
+            }
+        }
+    }
+
+    // DIAG_MASK_INF
+    for (int64_t n0 : {int64_t(1), int64_t(7), int64_t(33)}) {
+        for (int n_past : {0, 2}) {
+            for (backend_layout la : layouts) {
+                for (ggml_type ta : {GGML_TYPE_F32, GGML_TYPE_F16}) {
+                    const int64_t ne[4] = {n0, 9, 2, 1};
+                    const std::string nm = std::string(ggml_type_name(ta)) + " " + backend_shape_str(ne) + " " +
+                                           backend_layout_name(la) + " n_past " + std::to_string(n_past);
+                    add("diag_mask_inf", nm, BACKEND_NMSE_EXACT, [=](ggml_context * ctx) {
+                        return ggml_diag_mask_inf(ctx, backend_case_input(ctx, ta, ne, la, "a"), n_past);
+                    });
+                }
+            }
+        }
+    }
+
+    // ROPE: both modes, partial n_dims, freq factors, f16, a view of a fused QKV
+    struct rope_cfg {
+        int64_t head_dim, n_head, n_tokens;
+        int n_dims;
+        float base, fscale;
+    };
+    const rope_cfg rcfgs[] = {{64, 4, 5, 64, 10000.0f, 1.0f},
+                              {128, 3, 7, 64, 500000.0f, 1.0f},
+                              {6, 2, 3, 4, 10000.0f, 0.25f},
+                              {2, 1, 1, 2, 10000.0f, 1.0f},
+                              {80, 2, 33, 32, 10000.0f, 0.5f}};
+    for (const rope_cfg & rc : rcfgs) {
+        for (int mode : {GGML_ROPE_TYPE_NORMAL, GGML_ROPE_TYPE_NEOX}) {
+            for (bool ff : {false, true}) {
+                for (int lay = 0; lay < 3; ++lay) { // 0 cont f32, 1 f16, 2 view of fused qkv
+                    const std::string nm = "hd " + std::to_string(rc.head_dim) + " heads " + std::to_string(rc.n_head) +
+                                           " tokens " + std::to_string(rc.n_tokens) + " n_dims " +
+                                           std::to_string(rc.n_dims) + (mode ? " neox" : " normal") +
+                                           (ff ? " ff" : "") +
+                                           (lay == 0   ? " f32"
+                                            : lay == 1 ? " f16"
+                                                       : " qkv-view");
+                    add("rope", nm, lay == 1 ? BACKEND_NMSE_F16 : BACKEND_NMSE_F32, [=](ggml_context * ctx) {
+                        ggml_tensor * a;
+                        if (lay == 2) {
+                            // [head_dim * (n_head + 2 * n_head), n_tokens]; take the K part
+                            ggml_tensor * qkv =
+                                ggml_new_tensor_2d(ctx, GGML_TYPE_F32, rc.head_dim * rc.n_head * 3, rc.n_tokens);
+                            ggml_set_name(qkv, "qkv");
+                            a = ggml_view_3d(ctx, qkv, rc.head_dim, rc.n_head, rc.n_tokens, rc.head_dim * 4, qkv->nb[1],
+                                             rc.head_dim * rc.n_head * 4);
+                        } else {
+                            a = ggml_new_tensor_3d(ctx, lay == 1 ? GGML_TYPE_F16 : GGML_TYPE_F32, rc.head_dim,
+                                                   rc.n_head, rc.n_tokens);
+                            ggml_set_name(a, "a");
+                        }
+                        ggml_tensor * pos = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, rc.n_tokens);
+                        ggml_set_name(pos, "pos");
+                        ggml_tensor * f = nullptr;
+                        if (ff) {
+                            f = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, rc.n_dims / 2);
+                            ggml_set_name(f, "ff");
+                        }
+                        return ggml_rope_ext(ctx, a, pos, f, rc.n_dims, mode, rc.base, rc.fscale);
+                    });
+                }
+            }
+        }
+    }
+
+    // ARGMAX: ties (first wins), odd sizes, transposed input
+    for (int64_t n0 : sizes) {
+        for (backend_layout la : {BACKEND_LAYOUT_CONT, BACKEND_LAYOUT_TRANSPOSED, BACKEND_LAYOUT_OFFSET}) {
+            for (bool ties : {false, true}) {
+                const int64_t ne[4] = {n0, 13, 1, 1};
+                add("argmax", backend_shape_str(ne) + " " + backend_layout_name(la) + (ties ? " ties" : ""),
+                    BACKEND_NMSE_EXACT, [=](ggml_context * ctx) {
+                        return ggml_argmax(ctx, backend_case_input(ctx, GGML_TYPE_F32, ne, la, ties ? "ties" : "a"));
+                    });
+            }
+        }
+    }
+
+    // FLASH_ATTN_EXT: GQA, f16 K/V as strided views of a KV cache, masks, causal
+    struct fa_cfg {
+        int64_t D, n_tokens, n_head, n_head_kv, n_kv;
+    };
+    const fa_cfg fcfgs[] = {
+        {64, 1, 8, 2, 33}, {64, 7, 8, 2, 256}, {128, 3, 4, 4, 1}, {32, 5, 8, 8, 40}, {64, 1, 8, 8, 300}};
+    for (const fa_cfg & fc : fcfgs) {
+        for (ggml_type tkv : {GGML_TYPE_F32, GGML_TYPE_F16}) {
+            for (int mask_kind = 0; mask_kind < 3; ++mask_kind) { // none, f32, f16
+                for (bool causal : {false, true}) {
+                    for (bool cache_view : {false, true}) {
+                        if (cache_view && mask_kind == 2) continue;
+                        const std::string nm = "D " + std::to_string(fc.D) + " tokens " + std::to_string(fc.n_tokens) +
+                                               " heads " + std::to_string(fc.n_head) + "/" +
+                                               std::to_string(fc.n_head_kv) + " n_kv " + std::to_string(fc.n_kv) +
+                                               " kv " + ggml_type_name(tkv) +
+                                               (mask_kind == 0   ? ""
+                                                : mask_kind == 1 ? " mask f32"
+                                                                 : " mask f16") +
+                                               (causal ? " causal" : "") + (cache_view ? " cache-view" : "");
+                        add("flash_attn_ext", nm,
+                            tkv == GGML_TYPE_F16 || mask_kind == 2 ? BACKEND_NMSE_F16 : BACKEND_NMSE_F32,
+                            [=](ggml_context * ctx) {
+                                // q as llama builds it: [D, n_head, n_tokens] permuted to [D, n_tokens, n_head]
+                                ggml_tensor * q0 = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, fc.D, fc.n_head, fc.n_tokens);
+                                ggml_set_name(q0, "q");
+                                ggml_tensor * q = ggml_permute(ctx, q0, 0, 2, 1, 3);
+                                ggml_tensor *k, *v;
+                                if (cache_view) {
+                                    // KV cache rows per token: [D * n_head_kv, n_ctx]; view the first n_kv
+                                    const int64_t n_ctx = fc.n_kv + 17;
+                                    ggml_tensor * kc = ggml_new_tensor_2d(ctx, tkv, fc.D * fc.n_head_kv, n_ctx);
+                                    ggml_tensor * vc = ggml_new_tensor_2d(ctx, tkv, fc.D * fc.n_head_kv, n_ctx);
+                                    ggml_set_name(kc, "k_cache");
+                                    ggml_set_name(vc, "v_cache");
+                                    const size_t es = ggml_type_size(tkv);
+                                    k = ggml_view_3d(ctx, kc, fc.D, fc.n_kv, fc.n_head_kv, kc->nb[1], fc.D * es, 0);
+                                    v = ggml_view_3d(ctx, vc, fc.D, fc.n_kv, fc.n_head_kv, vc->nb[1], fc.D * es, 0);
+                                } else {
+                                    k = ggml_new_tensor_3d(ctx, tkv, fc.D, fc.n_kv, fc.n_head_kv);
+                                    v = ggml_new_tensor_3d(ctx, tkv, fc.D, fc.n_kv, fc.n_head_kv);
+                                    ggml_set_name(k, "k");
+                                    ggml_set_name(v, "v");
+                                }
+                                ggml_tensor * m = nullptr;
+                                if (mask_kind) {
+                                    m = ggml_new_tensor_2d(ctx, mask_kind == 2 ? GGML_TYPE_F16 : GGML_TYPE_F32, fc.n_kv,
+                                                           fc.n_tokens + 1);
+                                    ggml_set_name(m, "mask");
+                                }
+                                const int n_past = causal ? (int)(fc.n_kv - fc.n_tokens) : -1;
+                                return ggml_flash_attn_ext(ctx, q, k, v, m, 1.0f / std::sqrt((float)fc.D),
+                                                           n_past < 0 && causal ? 0 : n_past);
+                            });
+                    }
+                }
+            }
+        }
+    }
+    return cases;
+}
+
+// ---- one case on one backend ----------------------------------------------------------------------
+// Builds the case in a no_alloc context, allocates every tensor in one buffer of the backend,
+// sets the leaves (backend_case_leaf_data) and poisons every op output with 0xFF bytes (NaN for
+// f32/f16, -1 for i32) so an element a kernel fails to write is caught.
+struct backend_case_graph {
+    ggml_context * ctx = nullptr;
+    ggml_backend_buffer_t buf = nullptr;
+    ggml_cgraph * gf = nullptr;
+    ggml_tensor * out = nullptr;
+
+    backend_case_graph(const backend_case & c, ggml_backend_t backend) {
+        ggml_init_params ip = {ggml_tensor_overhead() * 64 + ggml_graph_overhead_custom(GGML_DEFAULT_GRAPH_SIZE),
+                               nullptr, true};
+        ctx = ggml_init(ip);
+        out = c.build(ctx);
+        ggml_set_output(out);
+        gf = ggml_new_graph(ctx);
+        ggml_build_forward_expand(gf, out);
+        buf = ggml_backend_alloc_ctx_tensors(ctx, backend);
+        GGML_ASSERT(buf && "backend_case_graph: allocation failed");
+        const uint64_t seed = backend_case_seed(c);
+        for (ggml_tensor * t = ggml_get_first_tensor(ctx); t; t = ggml_get_next_tensor(ctx, t)) {
+            if (t->view_src) continue;
+            if (t->op == GGML_OP_NONE) {
+                const std::vector<uint8_t> bytes = backend_case_leaf_data(t, seed);
+                GGML_ASSERT(bytes.size() == ggml_nbytes(t));
+                ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
+            } else {
+                const std::vector<uint8_t> poison(ggml_nbytes(t), 0xFF);
+                ggml_backend_tensor_set(t, poison.data(), 0, poison.size());
+            }
+        }
+    }
+    ~backend_case_graph() {
+        ggml_backend_buffer_free(buf);
+        ggml_free(ctx);
+    }
+    backend_case_graph(const backend_case_graph &) = delete;
+    backend_case_graph & operator=(const backend_case_graph &) = delete;
+
+    ggml_status compute(ggml_backend_t backend) {
+        const ggml_status st = ggml_backend_graph_compute(backend, gf);
+        ggml_backend_synchronize(backend);
+        return st;
+    }
+    // the output's values in ne order
+    std::vector<double> output() const {
+        std::vector<uint8_t> bytes(ggml_nbytes(out));
+        ggml_backend_tensor_get(out, bytes.data(), 0, bytes.size());
+        return backend_case_values(out, bytes.data());
+    }
+};
