@@ -1,0 +1,157 @@
+// cpu/mul_mat.cpp - dst = a^T b on the CPU.
+//
+//   a: [K, M, A2, A3] f32/f16/q8_0 (rows dense, rows and dims 1..3 may be strided/permuted)
+//   b: [K, N, B2, B3] f32/f16 (any strides), B2 % A2 == 0, B3 % A3 == 0 (GQA broadcast)
+//   dst: f32 [M, N, B2, B3]; dst[m, n, i2, i3] = dot(a[:, m, i2/(B2/A2), i3/(B3/A3)], b[:, n, i2, i3])
+//
+// Phase 1: b rows are converted (by all threads) into p.wdata as the dot's activation type:
+// q8_1 for q8_0 weights, f16 for f16 weights when N > 1 (f16 x f16 dot, as ggml does), f32
+// otherwise when b's rows are not dense f32. Barrier. Phase 2: work units of (batch, column
+// chunk, row block) are split across threads; each is computed in register tiles of up to 4 rows
+// x 4 columns, so a weight row is loaded once for 4 activation columns.
+#include "cpu/mul_mat.h"
+
+#include "cpu/ops.h"
+#include "cpu/vec_dot.h"
+#include "ggml-impl.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+struct mm_plan {
+    ggml_type vec_type; // type of the b rows the dot reads
+    bool convert;       // b rows are converted into wdata
+    size_t row_size;    // bytes of one converted b row
+    size_t wsize;       // scratch bytes
+};
+
+mm_plan mul_mat_plan(const ggml_tensor * dst) {
+    const ggml_tensor * a = dst->src[0];
+    const ggml_tensor * b = dst->src[1];
+    mm_plan pl{};
+    switch (a->type) {
+        case GGML_TYPE_F32:
+            pl.vec_type = GGML_TYPE_F32;
+            break;
+        case GGML_TYPE_F16:
+            pl.vec_type = b->ne[1] > 1 ? GGML_TYPE_F16 : GGML_TYPE_F32;
+            break;
+        case GGML_TYPE_Q8_0:
+            pl.vec_type = GGML_TYPE_Q8_1;
+            break;
+        default:
+            GGML_ABORT("mul_mat: unsupported weight type %s", ggml_type_name(a->type));
+    }
+    pl.convert = b->type != pl.vec_type || b->nb[0] != ggml_type_size(b->type);
+    pl.row_size = ggml_row_size(pl.vec_type, a->ne[0]);
+    pl.wsize = pl.convert ? pl.row_size * (size_t)ggml_nrows(b) : 0;
+    return pl;
+}
+
+// one b row (K elements, any element stride) -> dst row of vec_type
+void convert_row(const ggml_tensor * b, const char * src, ggml_type vec_type, void * dst, std::vector<float> & tmp) {
+    const int64_t K = b->ne[0];
+    const float * xf;
+    if (b->type == GGML_TYPE_F32 && b->nb[0] == sizeof(float)) {
+        xf = (const float *)src;
+    } else {
+        tmp.resize(K);
+        for (int64_t i = 0; i < K; ++i) {
+            const char * e = src + i * b->nb[0];
+            tmp[i] = b->type == GGML_TYPE_F32 ? *(const float *)e : ggml_compute_fp16_to_fp32(*(const ggml_fp16_t *)e);
+        }
+        xf = tmp.data();
+    }
+    switch (vec_type) {
+        case GGML_TYPE_F32:
+            std::memcpy(dst, xf, K * sizeof(float));
+            break;
+        case GGML_TYPE_F16:
+            ggml_fp32_to_fp16_row(xf, (ggml_fp16_t *)dst, K);
+            break;
+        case GGML_TYPE_Q8_1:
+            quantize_row_q8_1(xf, (block_q8_1 *)dst, K);
+            break;
+        default:
+            GGML_ABORT("mul_mat: bad activation type %s", ggml_type_name(vec_type));
+    }
+}
+
+} // namespace
+
+size_t ggml_cpu_mul_mat_work_size(const ggml_tensor * dst) { return mul_mat_plan(dst).wsize; }
+
+void ggml_cpu_op_mul_mat(const ggml_cpu_params & p, ggml_tensor * dst) {
+    const ggml_tensor * a = dst->src[0]; // [K, M, A2, A3]
+    const ggml_tensor * b = dst->src[1]; // [K, N, B2, B3]
+    const int64_t K = a->ne[0], M = a->ne[1], A2 = a->ne[2], A3 = a->ne[3];
+    const int64_t N = b->ne[1], B2 = b->ne[2], B3 = b->ne[3];
+
+    GGML_ASSERT(b->type == GGML_TYPE_F32 || b->type == GGML_TYPE_F16);
+    GGML_ASSERT(dst->type == GGML_TYPE_F32);
+    GGML_ASSERT(b->ne[0] == K && dst->ne[0] == M && dst->ne[1] == N && dst->ne[2] == B2 && dst->ne[3] == B3);
+    GGML_ASSERT(A2 > 0 && A3 > 0 && B2 % A2 == 0 && B3 % A3 == 0);
+    GGML_ASSERT(a->nb[0] == ggml_type_size(a->type)); // each weight row dense
+    GGML_ASSERT(K % ggml_blck_size(a->type) == 0);
+
+    const mm_plan pl = mul_mat_plan(dst);
+
+    // phase 1: b -> wdata
+    if (pl.convert) {
+        GGML_ASSERT(p.wdata && p.wsize >= pl.wsize);
+        thread_local std::vector<float> tmp;
+        const int64_t nrows = N * B2 * B3;
+        int64_t r0, r1;
+        p.split(nrows, r0, r1);
+        for (int64_t r = r0; r < r1; ++r) {
+            const int64_t i11 = r % N, i12 = (r / N) % B2, i13 = r / (N * B2);
+            const char * src = (const char *)b->data + i11 * b->nb[1] + i12 * b->nb[2] + i13 * b->nb[3];
+            convert_row(b, src, pl.vec_type, (char *)p.wdata + r * pl.row_size, tmp);
+        }
+        p.barrier();
+    }
+    const char * ybase = pl.convert ? (const char *)p.wdata : (const char *)b->data;
+    const size_t ys1 = pl.convert ? pl.row_size : b->nb[1];
+    const size_t ys2 = pl.convert ? pl.row_size * N : b->nb[2];
+    const size_t ys3 = pl.convert ? pl.row_size * N * B2 : b->nb[3];
+
+    // phase 2: units = (batch, column chunk, row block), row block innermost so that one
+    // thread's consecutive units share the column chunk (kept in cache) and stream weights.
+    constexpr int64_t TR = GGML_TILE_MAX_R, TC = GGML_TILE_MAX_C;
+    const int64_t CB = 64; // columns per chunk: 64 q8_1 rows of K=4096 ~ 290 KiB (L2)
+    const int64_t ncb = (N + CB - 1) / CB;
+    int64_t RB = 16;
+    if (B2 * B3 * ncb * ((M + RB - 1) / RB) < 4 * p.nth) RB = TR; // small problems: finer split
+    const int64_t nrb = (M + RB - 1) / RB;
+    const int64_t n_units = B2 * B3 * ncb * nrb;
+
+    const bool y_f16 = pl.vec_type == GGML_TYPE_F16;
+    ggml_tile_dot_t tiles[TR][TC];
+    for (int r = 0; r < TR; ++r)
+        for (int c = 0; c < TC; ++c)
+            tiles[r][c] = ggml_cpu_get_tile_dot(a->type, y_f16, r + 1, c + 1);
+
+    const int64_t r2 = B2 / A2, r3 = B3 / A3;
+    int64_t u0, u1;
+    p.split(n_units, u0, u1);
+    for (int64_t u = u0; u < u1; ++u) {
+        const int64_t irb = u % nrb, icb = (u / nrb) % ncb, batch = u / (nrb * ncb);
+        const int64_t i12 = batch % B2, i13 = batch / B2;
+        const int64_t ir0 = irb * RB, ir1 = std::min(M, ir0 + RB);
+        const int64_t ic0 = icb * CB, ic1 = std::min(N, ic0 + CB);
+        const char * xb = (const char *)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
+        const char * yb = ybase + i12 * ys2 + i13 * ys3;
+        char * db = (char *)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3];
+        for (int64_t ic = ic0; ic < ic1; ic += TC) {
+            const int64_t nc = std::min(TC, ic1 - ic);
+            for (int64_t ir = ir0; ir < ir1; ir += TR) {
+                const int64_t nr = std::min(TR, ir1 - ir);
+                tiles[nr - 1][nc - 1](K, xb + ir * a->nb[1], a->nb[1], yb + ic * ys1, ys1,
+                                      (float *)(db + ir * dst->nb[0] + ic * dst->nb[1]), dst->nb[0], dst->nb[1]);
+            }
+        }
+    }
+}

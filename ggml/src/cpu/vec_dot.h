@@ -1,0 +1,31 @@
+// cpu/vec_dot.h - register-tiled dot kernels for mul_mat (the single dots are in ops.h).
+//
+// A tile kernel computes nr x nc dot products of length n at once, loading each x row and each
+// y column once per step, so a weight row read from memory is reused for several activation
+// columns (prompt processing) and several rows share one activation load (decode):
+//
+//   ggml_tile_dot_t f = ggml_cpu_get_tile_dot(GGML_TYPE_Q8_0, 4, 2);  // 4 rows x 2 cols
+//   f(K, x, x_row_bytes, y, y_col_bytes, s, s_row_bytes, s_col_bytes);
+//   // s[r*s_row_bytes + c*s_col_bytes] (bytes) = dot(x row r, y col c)
+//
+// x is of the weight type (f32, f16, q8_0); y is of its mul_mat activation type
+// (ggml_cpu_vec_dot_type): f32 for f32, f16 or f32 for f16 (see ggml_cpu_get_tile_dot), q8_1 for q8_0.
+#pragma once
+
+#include "ggml.h"
+
+#include <cstddef>
+#include <cstdint>
+
+#define GGML_TILE_MAX_R 4
+#define GGML_TILE_MAX_C 4
+
+typedef void (*ggml_tile_dot_t)(int64_t n, const void * x, size_t bx, const void * y, size_t by, float * s, size_t bs_r,
+                                size_t bs_c);
+
+// type_x: weight type; y_f16 selects the f16 x f16 kernel for f16 weights (else f16 x f32).
+// 1 <= nr <= GGML_TILE_MAX_R, 1 <= nc <= GGML_TILE_MAX_C.
+ggml_tile_dot_t ggml_cpu_get_tile_dot(ggml_type type_x, bool y_f16, int nr, int nc);
+
+// Name of the SIMD level vec_dot.cpp was built for ("avx512-vnni", "avx2", "scalar").
+const char * ggml_cpu_simd_name();

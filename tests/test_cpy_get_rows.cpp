@@ -1,0 +1,276 @@
+// test_cpy_get_rows.cpp - CPU dup/cont/cpy (all f32/f16/q8_0 pairs, non-contiguous views on
+// either side, different shapes with equal element counts) and get_rows, against element-wise
+// references built from the reference converters.
+#include "cpu/ops.h"
+#include "ggml-impl.h"
+#include "test_util.h"
+
+#include <barrier>
+#include <cmath>
+#include <cstring>
+#include <doctest/doctest.h>
+#include <random>
+#include <thread>
+#include <vector>
+
+namespace {
+
+double rd(const ggml_tensor * t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    const char * row = (const char *)t->data + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3];
+    switch (t->type) {
+        case GGML_TYPE_F32:
+            return *(const float *)(row + i0 * t->nb[0]);
+        case GGML_TYPE_F16:
+            return ggml_fp16_to_fp32(*(const ggml_fp16_t *)(row + i0 * t->nb[0]));
+        case GGML_TYPE_Q8_0: {
+            const block_q8_0 * b = (const block_q8_0 *)(row + (i0 / 32) * t->nb[0]);
+            return (double)ggml_fp16_to_fp32(b->d) * b->qs[i0 % 32];
+        }
+        default:
+            GGML_ABORT("rd: type");
+    }
+}
+
+// element k (linear, ne order) of t
+double rd_linear(const ggml_tensor * t, int64_t k) {
+    const int64_t i0 = k % t->ne[0], i1 = (k / t->ne[0]) % t->ne[1], i2 = (k / (t->ne[0] * t->ne[1])) % t->ne[2];
+    const int64_t i3 = k / (t->ne[0] * t->ne[1] * t->ne[2]);
+    return rd(t, i0, i1, i2, i3);
+}
+
+void fill(ggml_tensor * t, std::mt19937 & rng) { // contiguous t
+    std::normal_distribution<float> nd(0.0f, 2.0f);
+    std::vector<float> v(ggml_nelements(t));
+    for (auto & x : v)
+        x = nd(rng);
+    switch (t->type) {
+        case GGML_TYPE_F32:
+            std::memcpy(t->data, v.data(), v.size() * 4);
+            break;
+        case GGML_TYPE_F16:
+            for (size_t i = 0; i < v.size(); ++i)
+                ((ggml_fp16_t *)t->data)[i] = ggml_fp32_to_fp16(v[i]);
+            break;
+        case GGML_TYPE_Q8_0:
+            quantize_row_q8_0_ref(v.data(), (block_q8_0 *)t->data, (int64_t)v.size());
+            break;
+        default:
+            GGML_ABORT("fill: type");
+    }
+}
+
+ggml_context * new_ctx() { return ggml_init({size_t(64) << 20, nullptr, false}); }
+
+// Run one node's kernel on nth threads directly (no graph, no op-support table).
+void run_node(ggml_tensor * node, int nth) {
+    std::vector<char> work(ggml_cpu_op_work_size(node, nth) + 1);
+    std::barrier sync(nth);
+    std::vector<std::thread> threads;
+    for (int ith = 0; ith < nth; ++ith) {
+        threads.emplace_back([&, ith] {
+            ggml_cpu_params p{ith, nth, work.data(), work.size(), [&sync] { sync.arrive_and_wait(); }};
+            ggml_cpu_compute_node(p, node);
+        });
+    }
+    for (auto & t : threads)
+        t.join();
+}
+
+// Through the graph API when the CPU backend's op table accepts the node; otherwise (a type pair
+// the table does not list yet) the kernel is run directly so that it is still tested.
+void compute(ggml_context * ctx, ggml_tensor * out, int nth) {
+    if (!ggml_cpu_supports_op(out)) {
+        MESSAGE("ggml_cpu_supports_op rejects " << ggml_op_name(out->op) << " " << ggml_type_name(out->src[0]->type)
+                                                << " -> " << ggml_type_name(out->type)
+                                                << ": running the kernel directly");
+        run_node(out, nth);
+        return;
+    }
+    ggml_cgraph * gf = ggml_new_graph(ctx);
+    ggml_build_forward_expand(gf, out);
+    ggml_graph_compute_with_ctx(ctx, gf, nth);
+}
+
+// dst (of any type/strides) holds src's elements in linear order, converted with the reference
+// converters: f32 exact, f16 = fp32_to_fp16(v), q8_0 rows = quantize_row_q8_0_ref(row of v).
+int check_copy(const ggml_tensor * src, const ggml_tensor * dst) {
+    const int64_t n = ggml_nelements(src), ne0 = dst->ne[0];
+    int bad = 0;
+    std::vector<float> row(ne0);
+    std::vector<block_q8_0> q(ne0 / 32 + 1);
+    for (int64_t r = 0; r < n / ne0; ++r) {
+        for (int64_t i = 0; i < ne0; ++i)
+            row[i] = (float)rd_linear(src, r * ne0 + i);
+        if (dst->type == GGML_TYPE_Q8_0) {
+            quantize_row_q8_0_ref(row.data(), q.data(), ne0);
+            const int64_t i1 = r % dst->ne[1], i2 = (r / dst->ne[1]) % dst->ne[2], i3 = r / (dst->ne[1] * dst->ne[2]);
+            bad += std::memcmp(ggml_ptr(dst, i1, i2, i3), q.data(), ggml_row_size(GGML_TYPE_Q8_0, ne0)) != 0;
+            continue;
+        }
+        for (int64_t i = 0; i < ne0; ++i) {
+            const double want = dst->type == GGML_TYPE_F16 ? ggml_fp16_to_fp32(ggml_fp32_to_fp16(row[i])) : row[i];
+            bad += rd_linear(dst, r * ne0 + i) != want;
+        }
+    }
+    return bad;
+}
+
+const ggml_type k_types[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_Q8_0};
+
+} // namespace
+
+TEST_CASE("cpy: all type pairs, permuted source, contiguous destination") {
+    std::mt19937 rng(1);
+    for (ggml_type ts : k_types) {
+        for (ggml_type td : k_types) {
+            for (int nth = 1; nth <= 3; ++nth) {
+                ggml_context * ctx = new_ctx();
+                ggml_tensor * s0 = ggml_new_tensor_4d(ctx, ts, 64, 3, 5, 2);
+                fill(s0, rng);
+                ggml_tensor * s = ggml_permute(ctx, s0, 0, 2, 1, 3); // [64, 5, 3, 2], rows dense
+                ggml_tensor * d = ggml_new_tensor_4d(ctx, td, 64, 5, 3, 2);
+                std::memset(d->data, 0xff, ggml_nbytes(d));
+                compute(ctx, ggml_cpy(ctx, s, d), nth);
+                INFO("ts = " << ggml_type_name(ts));
+                INFO("td = " << ggml_type_name(td));
+                CAPTURE(nth);
+                CHECK(check_copy(s, d) == 0);
+                ggml_free(ctx);
+            }
+        }
+    }
+}
+
+TEST_CASE("cpy: contiguous and same-shape fast paths, all type pairs") {
+    std::mt19937 rng(2);
+    for (ggml_type ts : k_types) {
+        for (ggml_type td : k_types) {
+            ggml_context * ctx = new_ctx();
+            ggml_tensor * s = ggml_new_tensor_3d(ctx, ts, 96, 7, 3);
+            fill(s, rng);
+            ggml_tensor * d = ggml_new_tensor_3d(ctx, td, 96, 7, 3);
+            std::memset(d->data, 0xff, ggml_nbytes(d));
+            compute(ctx, ggml_cpy(ctx, s, d), 2);
+            INFO("ts = " << ggml_type_name(ts));
+            INFO("td = " << ggml_type_name(td));
+            CHECK(check_copy(s, d) == 0);
+            // different shape, same element count: [96, 7, 3] -> [288, 7]
+            ggml_tensor * d2 = ggml_new_tensor_2d(ctx, td, 288, 7);
+            std::memset(d2->data, 0xff, ggml_nbytes(d2));
+            compute(ctx, ggml_cpy(ctx, s, d2), 3);
+            CHECK(check_copy(s, d2) == 0);
+            ggml_free(ctx);
+        }
+    }
+}
+
+TEST_CASE("cpy: transposed source into a strided V-cache view (f32/f16 destinations)") {
+    std::mt19937 rng(3);
+    for (ggml_type ts : {GGML_TYPE_F32, GGML_TYPE_F16}) {
+        for (ggml_type td : {GGML_TYPE_F32, GGML_TYPE_F16}) {
+            for (int nth = 1; nth <= 3; ++nth) {
+                const int64_t n_embd = 48, n_tokens = 5, n_ctx = 16, n_past = 3;
+                ggml_context * ctx = new_ctx();
+                ggml_tensor * vcur = ggml_new_tensor_2d(ctx, ts, n_embd, n_tokens);
+                fill(vcur, rng);
+                ggml_tensor * cache = ggml_new_tensor_2d(ctx, td, n_ctx, n_embd); // V stored transposed
+                std::memset(cache->data, 0, ggml_nbytes(cache));
+                ggml_tensor * dst = ggml_view_2d(ctx, cache, n_tokens, n_embd, cache->nb[1], n_past * cache->nb[0]);
+                ggml_tensor * src = ggml_transpose(ctx, vcur); // [n_tokens, n_embd]
+                compute(ctx, ggml_cpy(ctx, src, dst), nth);
+                INFO("ts = " << ggml_type_name(ts));
+                INFO("td = " << ggml_type_name(td));
+                CAPTURE(nth);
+                CHECK(check_copy(src, dst) == 0);
+                // nothing outside the view was written
+                int outside = 0;
+                for (int64_t e = 0; e < n_embd; ++e)
+                    for (int64_t c = 0; c < n_ctx; ++c)
+                        if (c < n_past || c >= n_past + n_tokens) outside += rd(cache, c, e, 0, 0) != 0.0;
+                CHECK(outside == 0);
+                ggml_free(ctx);
+            }
+        }
+    }
+}
+
+TEST_CASE("dup / cont of non-contiguous views") {
+    std::mt19937 rng(4);
+    for (ggml_type t : k_types) {
+        for (int nth = 1; nth <= 3; ++nth) {
+            ggml_context * ctx = new_ctx();
+            ggml_tensor * a = ggml_new_tensor_3d(ctx, t, 64, 6, 4);
+            fill(a, rng);
+            ggml_tensor * p = ggml_permute(ctx, a, 0, 2, 1, 3);                             // [64, 4, 6]
+            ggml_tensor * v = ggml_view_2d(ctx, a, 32, 10, a->nb[1], ggml_row_size(t, 32)); // right half of rows
+            ggml_tensor * c1 = ggml_cont(ctx, p);
+            ggml_tensor * c2 = ggml_dup(ctx, v);
+            compute(ctx, c1, nth);
+            compute(ctx, c2, nth);
+            INFO("t = " << ggml_type_name(t));
+            CAPTURE(nth);
+            CHECK(ggml_is_contiguous(c1));
+            CHECK(check_copy(p, c1) == 0);
+            CHECK(check_copy(v, c2) == 0);
+            if (t != GGML_TYPE_Q8_0) { // element transposes need single-element types
+                ggml_tensor * tr = ggml_transpose(ctx, ggml_reshape_2d(ctx, a, 64, 24)); // [24, 64]
+                ggml_tensor * c3 = ggml_cont(ctx, tr);
+                compute(ctx, c3, nth);
+                CHECK(check_copy(tr, c3) == 0);
+            }
+            ggml_free(ctx);
+        }
+    }
+}
+
+TEST_CASE("get_rows: f32 / f16 / q8_0 sources, batched indices, 1-3 threads") {
+    std::mt19937 rng(5);
+    for (ggml_type t : k_types) {
+        for (int nth = 1; nth <= 3; ++nth) {
+            const int64_t n_embd = 96, n_rows = 11, B1 = 3;
+            ggml_context * ctx = new_ctx();
+            ggml_tensor * a = ggml_new_tensor_3d(ctx, t, n_embd, n_rows, B1);
+            fill(a, rng);
+            ggml_tensor * idx = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, 7, B1);
+            for (int64_t i = 0; i < 7 * B1; ++i)
+                ((int32_t *)idx->data)[i] = (int32_t)(rng() % n_rows);
+            ((int32_t *)idx->data)[0] = 0;
+            ((int32_t *)idx->data)[1] = (int32_t)n_rows - 1;
+            ggml_tensor * out = ggml_get_rows(ctx, a, idx); // [n_embd, 7, B1]
+            REQUIRE(out->type == GGML_TYPE_F32);
+            std::memset(out->data, 0xff, ggml_nbytes(out));
+            compute(ctx, out, nth);
+            INFO("t = " << ggml_type_name(t));
+            CAPTURE(nth);
+            int bad = 0;
+            for (int64_t j = 0; j < B1; ++j)
+                for (int64_t i = 0; i < 7; ++i) {
+                    const int32_t r = ((int32_t *)idx->data)[j * 7 + i];
+                    for (int64_t k = 0; k < n_embd; ++k)
+                        bad += rd(out, k, i, j, 0) != rd(a, k, r, j, 0);
+                }
+            CHECK(bad == 0);
+            ggml_free(ctx);
+        }
+    }
+}
+
+TEST_CASE("get_rows: token embedding lookup with a strided index view") {
+    std::mt19937 rng(6);
+    ggml_context * ctx = new_ctx();
+    ggml_tensor * emb = ggml_new_tensor_2d(ctx, GGML_TYPE_Q8_0, 64, 50);
+    fill(emb, rng);
+    ggml_tensor * ids = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 12);
+    for (int i = 0; i < 12; ++i)
+        ((int32_t *)ids->data)[i] = (i * 17) % 50;
+    ggml_tensor * every_other = ggml_view_1d(ctx, ids, 6, 0);
+    every_other->nb[0] = 8; // ids[0], ids[2], ...
+    ggml_tensor * out = ggml_get_rows(ctx, emb, every_other);
+    compute(ctx, out, 2);
+    int bad = 0;
+    for (int i = 0; i < 6; ++i)
+        for (int k = 0; k < 64; ++k)
+            bad += rd(out, k, i, 0, 0) != rd(emb, k, (2 * i * 17) % 50, 0, 0);
+    CHECK(bad == 0);
+    ggml_free(ctx);
+}

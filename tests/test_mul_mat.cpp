@@ -1,0 +1,294 @@
+// test_mul_mat.cpp - CPU mul_mat (f32/f16/q8_0 weights) against double-precision loops:
+// odd sizes, GQA broadcast, transposed/permuted activations, permuted/strided weight views
+// (a KV-cache style f16 view), 1-3 threads.
+#include "ggml-impl.h"
+#include "test_util.h"
+
+#include <cmath>
+#include <cstring>
+#include <doctest/doctest.h>
+#include <random>
+#include <vector>
+
+namespace {
+
+// element read, independent of the library's accessors
+double rd(const ggml_tensor * t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+    const char * row = (const char *)t->data + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3];
+    switch (t->type) {
+        case GGML_TYPE_F32:
+            return *(const float *)(row + i0 * t->nb[0]);
+        case GGML_TYPE_F16:
+            return ggml_fp16_to_fp32(*(const ggml_fp16_t *)(row + i0 * t->nb[0]));
+        case GGML_TYPE_Q8_0: {
+            const block_q8_0 * b = (const block_q8_0 *)(row + (i0 / 32) * t->nb[0]);
+            return (double)ggml_fp16_to_fp32(b->d) * b->qs[i0 % 32];
+        }
+        default:
+            GGML_ABORT("rd: type");
+    }
+}
+
+// Fill a contiguous tensor with N(0,1) values; returns the f32 values before conversion,
+// in linear order. q8_0 rows are quantized with the reference quantizer.
+std::vector<float> fill(ggml_tensor * t, std::mt19937 & rng) {
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> v(ggml_nelements(t));
+    for (auto & x : v)
+        x = nd(rng);
+    switch (t->type) {
+        case GGML_TYPE_F32:
+            std::memcpy(t->data, v.data(), v.size() * 4);
+            break;
+        case GGML_TYPE_F16:
+            for (size_t i = 0; i < v.size(); ++i)
+                ((ggml_fp16_t *)t->data)[i] = ggml_fp32_to_fp16(v[i]);
+            break;
+        case GGML_TYPE_Q8_0:
+            quantize_row_q8_0_ref(v.data(), (block_q8_0 *)t->data, (int64_t)v.size());
+            break;
+        default:
+            GGML_ABORT("fill: type");
+    }
+    return v;
+}
+
+void poison(ggml_tensor * t) { std::memset(t->data, 0xff, ggml_nbytes(t)); } // NaNs
+
+ggml_context * new_ctx() { return ggml_init({size_t(256) << 20, nullptr, false}); }
+
+void compute(ggml_context * ctx, ggml_tensor * out, int nth) {
+    ggml_cgraph * gf = ggml_new_graph(ctx);
+    ggml_build_forward_expand(gf, out);
+    ggml_graph_compute_with_ctx(ctx, gf, nth);
+}
+
+enum class act_ref { exact, f16, q8_1 }; // how the reference rounds the activations
+
+// out [M, N, B2, B3] vs sum_k a[k, m, i2/r2, i3/r3] * b'[k, n, i2, i3] in double.
+// Returns the number of elements off by more than tol * sum|a*b| (+ 1e-6 absolute).
+int check_mul_mat(const ggml_tensor * out, const ggml_tensor * a, const ggml_tensor * b, act_ref ar, double tol,
+                  const std::vector<float> * a_orig = nullptr) {
+    const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1], B2 = b->ne[2], B3 = b->ne[3];
+    const int64_t r2 = B2 / a->ne[2], r3 = B3 / a->ne[3];
+    int bad = 0;
+    std::vector<double> bcol(K);
+    std::vector<float> bf(K);
+    std::vector<block_q8_1> bq(K / 32 + 1);
+    for (int64_t i3 = 0; i3 < B3; ++i3)
+        for (int64_t i2 = 0; i2 < B2; ++i2)
+            for (int64_t n = 0; n < N; ++n) {
+                for (int64_t k = 0; k < K; ++k)
+                    bf[k] = (float)rd(b, k, n, i2, i3);
+                if (ar == act_ref::q8_1) {
+                    quantize_row_q8_1_ref(bf.data(), bq.data(), K);
+                    dequantize_row_q8_1(bq.data(), bf.data(), K);
+                }
+                for (int64_t k = 0; k < K; ++k) {
+                    bcol[k] = ar == act_ref::f16 ? ggml_fp16_to_fp32(ggml_fp32_to_fp16(bf[k])) : bf[k];
+                }
+                for (int64_t m = 0; m < M; ++m) {
+                    double ref = 0, mag = 0;
+                    for (int64_t k = 0; k < K; ++k) {
+                        // a_orig: the f32 values before quantization (contiguous a only)
+                        const double av = a_orig ? (*a_orig)[((i3 / r3 * a->ne[2] + i2 / r2) * M + m) * K + k]
+                                                 : rd(a, k, m, i2 / r2, i3 / r3);
+                        ref += av * bcol[k];
+                        mag += std::fabs(av * bcol[k]);
+                    }
+                    const double got = rd(out, m, n, i2, i3);
+                    if (!(std::fabs(got - ref) <= tol * mag + 1e-6)) {
+                        if (bad < 5) {
+                            MESSAGE("out[" << m << "," << n << "," << i2 << "," << i3 << "] = " << got << " ref " << ref
+                                           << " mag " << mag);
+                        }
+                        ++bad;
+                    }
+                }
+            }
+    return bad;
+}
+
+} // namespace
+
+TEST_CASE("mul_mat f32 / f16 weights, odd sizes, 1-3 threads") {
+    std::mt19937 rng(42);
+    for (ggml_type ta : {GGML_TYPE_F32, GGML_TYPE_F16}) {
+        for (int64_t K : {7, 33, 4097}) {
+            for (int64_t M : {1, 7, 33}) {
+                for (int64_t N : {1, 2, 5, 17}) {
+                    for (int nth = 1; nth <= 3; ++nth) {
+                        ggml_context * ctx = new_ctx();
+                        ggml_tensor * a = ggml_new_tensor_2d(ctx, ta, K, M);
+                        ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, N);
+                        fill(a, rng);
+                        fill(b, rng);
+                        ggml_tensor * out = ggml_mul_mat(ctx, a, b);
+                        poison(out);
+                        compute(ctx, out, nth);
+                        INFO("ta = " << ggml_type_name(ta));
+                        CAPTURE(K);
+                        CAPTURE(M);
+                        CAPTURE(N);
+                        CAPTURE(nth);
+                        // f16 weights with N > 1: activations are rounded to f16 (ggml does the same)
+                        const act_ref ar = (ta == GGML_TYPE_F16 && N > 1) ? act_ref::f16 : act_ref::exact;
+                        CHECK(check_mul_mat(out, a, b, ar, 1e-5) == 0);
+                        if (ta == GGML_TYPE_F16) CHECK(check_mul_mat(out, a, b, act_ref::exact, 1e-3) == 0);
+                        ggml_free(ctx);
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("mul_mat q8_0 weights: tight vs q8 reference, loose vs f32") {
+    std::mt19937 rng(43);
+    for (int64_t K : {32, 64, 4128}) {
+        for (int64_t M : {1, 7, 33}) {
+            for (int64_t N : {1, 2, 5, 17}) {
+                for (int nth = 1; nth <= 3; ++nth) {
+                    ggml_context * ctx = new_ctx();
+                    ggml_tensor * a = ggml_new_tensor_2d(ctx, GGML_TYPE_Q8_0, K, M);
+                    ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, N);
+                    const auto a_orig = fill(a, rng);
+                    fill(b, rng);
+                    ggml_tensor * out = ggml_mul_mat(ctx, a, b);
+                    poison(out);
+                    compute(ctx, out, nth);
+                    CAPTURE(K);
+                    CAPTURE(M);
+                    CAPTURE(N);
+                    CAPTURE(nth);
+                    // tight: dequantized weights x q8_1-quantized activations (only the float sum order differs)
+                    CHECK(check_mul_mat(out, a, b, act_ref::q8_1, 1e-5) == 0);
+                    // loose: against the unquantized f32 weights and activations. Each q8 value is off by
+                    // at most amax/254 of its block; 3% of sum|a*b| bounds the total for N(0,1) data.
+                    CHECK(check_mul_mat(out, a, b, act_ref::exact, 3e-2, &a_orig) == 0);
+                    ggml_free(ctx);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("mul_mat broadcast (GQA): a [K, M, 2, 1] x b [K, N, 4, 2]") {
+    std::mt19937 rng(44);
+    for (ggml_type ta : {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_Q8_0}) {
+        for (int64_t N : {1, 3, 9}) {
+            for (int nth = 1; nth <= 3; ++nth) {
+                ggml_context * ctx = new_ctx();
+                ggml_tensor * a = ggml_new_tensor_4d(ctx, ta, 64, 5, 2, 1);
+                ggml_tensor * b = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 64, N, 4, 2);
+                fill(a, rng);
+                fill(b, rng);
+                ggml_tensor * out = ggml_mul_mat(ctx, a, b);
+                REQUIRE(out->ne[0] == 5);
+                REQUIRE(out->ne[2] == 4);
+                REQUIRE(out->ne[3] == 2);
+                poison(out);
+                compute(ctx, out, nth);
+                INFO("ta = " << ggml_type_name(ta));
+                CAPTURE(N);
+                CAPTURE(nth);
+                const act_ref ar = ta == GGML_TYPE_Q8_0             ? act_ref::q8_1
+                                   : (ta == GGML_TYPE_F16 && N > 1) ? act_ref::f16
+                                                                    : act_ref::exact;
+                CHECK(check_mul_mat(out, a, b, ar, 1e-5) == 0);
+                ggml_free(ctx);
+            }
+        }
+    }
+}
+
+TEST_CASE("mul_mat with transposed and permuted activations") {
+    std::mt19937 rng(45);
+    for (ggml_type ta : {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_Q8_0}) {
+        for (int nth = 1; nth <= 3; ++nth) {
+            const int64_t K = 96, M = 11, N = 6, H = 3;
+            ggml_context * ctx = new_ctx();
+            ggml_tensor * a = ggml_new_tensor_3d(ctx, ta, K, M, H);
+            fill(a, rng);
+            // b1: transpose of [N, K, H] -> [K, N, H] (element stride N*4)
+            ggml_tensor * bt = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, N, K, H);
+            fill(bt, rng);
+            ggml_tensor * b1 = ggml_transpose(ctx, bt);
+            // b2: [K, H, N] permuted to [K, N, H] (rows dense, dims 1 and 2 swapped)
+            ggml_tensor * bp = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, K, H, N);
+            fill(bp, rng);
+            ggml_tensor * b2 = ggml_permute(ctx, bp, 0, 2, 1, 3);
+            REQUIRE(b1->ne[1] == N);
+            REQUIRE(b2->ne[1] == N);
+            REQUIRE(b2->ne[2] == H);
+            ggml_tensor * o1 = ggml_mul_mat(ctx, a, b1);
+            ggml_tensor * o2 = ggml_mul_mat(ctx, a, b2);
+            poison(o1);
+            poison(o2);
+            compute(ctx, o1, nth);
+            compute(ctx, o2, nth);
+            INFO("ta = " << ggml_type_name(ta));
+            CAPTURE(nth);
+            const act_ref ar = ta == GGML_TYPE_Q8_0  ? act_ref::q8_1
+                               : ta == GGML_TYPE_F16 ? act_ref::f16
+                                                     : act_ref::exact;
+            CHECK(check_mul_mat(o1, a, b1, ar, 1e-5) == 0);
+            CHECK(check_mul_mat(o2, a, b2, ar, 1e-5) == 0);
+            ggml_free(ctx);
+        }
+    }
+}
+
+TEST_CASE("mul_mat with a permuted KV-cache style weight view") {
+    std::mt19937 rng(46);
+    for (ggml_type ta : {GGML_TYPE_F16, GGML_TYPE_F32, GGML_TYPE_Q8_0}) {
+        for (int64_t n_tokens : {1, 4}) {
+            for (int nth = 1; nth <= 3; ++nth) {
+                // cache [head_dim, n_head_kv, n_ctx]; use the first n_kv positions as k [head_dim, n_kv, n_head_kv]
+                const int64_t head_dim = 64, n_head_kv = 2, n_ctx = 40, n_kv = 13, n_head = 4;
+                ggml_context * ctx = new_ctx();
+                ggml_tensor * cache = ggml_new_tensor_3d(ctx, ta, head_dim, n_head_kv, n_ctx);
+                fill(cache, rng);
+                ggml_tensor * kv = ggml_view_3d(ctx, cache, head_dim, n_head_kv, n_kv, cache->nb[1], cache->nb[2], 0);
+                ggml_tensor * k = ggml_permute(ctx, kv, 0, 2, 1, 3); // [head_dim, n_kv, n_head_kv]
+                REQUIRE(k->ne[1] == n_kv);
+                REQUIRE(k->ne[2] == n_head_kv);
+                // q [head_dim, n_head, n_tokens] permuted to [head_dim, n_tokens, n_head]
+                ggml_tensor * q0 = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, head_dim, n_head, n_tokens);
+                fill(q0, rng);
+                ggml_tensor * q = ggml_permute(ctx, q0, 0, 2, 1, 3);
+                ggml_tensor * kq = ggml_mul_mat(ctx, k, q); // [n_kv, n_tokens, n_head]
+                poison(kq);
+                compute(ctx, kq, nth);
+                INFO("ta = " << ggml_type_name(ta));
+                CAPTURE(n_tokens);
+                CAPTURE(nth);
+                const act_ref ar = ta == GGML_TYPE_Q8_0                    ? act_ref::q8_1
+                                   : (ta == GGML_TYPE_F16 && n_tokens > 1) ? act_ref::f16
+                                                                           : act_ref::exact;
+                CHECK(check_mul_mat(kq, k, q, ar, 1e-5) == 0);
+                ggml_free(ctx);
+            }
+        }
+    }
+}
+
+TEST_CASE("mul_mat with strided weight rows (row view of a wider tensor)") {
+    std::mt19937 rng(47);
+    for (ggml_type ta : {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_Q8_0}) {
+        ggml_context * ctx = new_ctx();
+        ggml_tensor * wide = ggml_new_tensor_2d(ctx, ta, 160, 9);
+        fill(wide, rng);
+        // the second 64-element block of columns of every row: [64, 9], row stride 160 elements
+        ggml_tensor * a = ggml_view_2d(ctx, wide, 64, 9, wide->nb[1], ggml_row_size(ta, 64));
+        ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 7);
+        fill(b, rng);
+        ggml_tensor * out = ggml_mul_mat(ctx, a, b);
+        poison(out);
+        compute(ctx, out, 2);
+        INFO("ta = " << ggml_type_name(ta));
+        const act_ref ar = ta == GGML_TYPE_Q8_0 ? act_ref::q8_1 : ta == GGML_TYPE_F16 ? act_ref::f16 : act_ref::exact;
+        CHECK(check_mul_mat(out, a, b, ar, 1e-5) == 0);
+        ggml_free(ctx);
+    }
+}
