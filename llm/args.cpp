@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -15,8 +16,19 @@ struct parser {
     int i = 1;
     std::string * err;
 
+    // one line: control bytes from the user's arguments (newlines, escape sequences) are shown as \xNN
     bool fail(const std::string & msg) {
-        if (err) *err = msg;
+        if (!err) return false;
+        err->clear();
+        for (const char c : msg) {
+            if ((unsigned char) c < 0x20 || c == 0x7f) {
+                char buf[8];
+                snprintf(buf, sizeof(buf), "\\x%02x", (unsigned char) c);
+                *err += buf;
+            } else {
+                *err += c;
+            }
+        }
         return false;
     }
     bool value(const std::string & flag, std::string & out) {

@@ -7,13 +7,15 @@ out=$1
 LLM_SHARED=${LLM_SHARED:-$(cd .. && pwd)/shared}
 mkdir -p "$out"/{fuzz_gguf,fuzz_model_load,fuzz_tokenize,fuzz_chat,fuzz_args}
 py=/usr/bin/python3
-# tiny valid models: synthetic byte vocab, f32/f16/q8_0, tied and untied
+# tiny valid models (gguf-py/scripts/gen_random_llama.py): synthetic SPM byte vocab of 64 tokens,
+# f32/f16/q8_0, tied and untied, with and without rope_freqs; all well under fuzz.sh's -max_len (64 KiB)
 i=0
 for ot in f32 f16 q8_0; do
   for tied in "" "--tied"; do
-    f="$out/fuzz_model_load/tiny-$ot$tied.gguf"
-    [ -f "$f" ] || $py gguf-py/scripts/gen_random_llama.py --custom --n-embd 32 --n-ff 64 --n-layer 1 --n-head 2 \
-      --n-head-kv 1 --n-vocab 300 --ctx 64 --vocab none --outtype $ot $tied --seed $i -o "$f" >/dev/null
+    f="$out/fuzz_model_load/tiny-$ot${tied#-}.gguf"
+    [ -f "$f" ] || $py gguf-py/scripts/gen_random_llama.py --custom --n-embd 32 --n-ff 32 --n-layer 1 --n-head 2 \
+      --n-head-kv 1 --n-vocab 64 --ctx 64 --vocab none --outtype $ot $tied $([ $((i % 2)) = 1 ] && echo --rope-freqs) \
+      --seed $i --out "$f" >/dev/null
     cp -n "$f" "$out/fuzz_gguf/" ; i=$((i+1))
   done
 done

@@ -301,6 +301,9 @@ bool parse(gguf_reader & r, gguf_context * ctx) {
         if (!r.read_str(kv.key, "key")) {
             return false;
         }
+        if (kv.key.empty()) {
+            return r.fail_at(at_key, "empty key");
+        }
         r.section = "key";
         r.key     = &kv.key;
         if (!keys.insert(kv.key).second) {

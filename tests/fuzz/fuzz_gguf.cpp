@@ -1,8 +1,11 @@
-// libFuzzer: GGUF open + validate from arbitrary bytes, then walk every KV and tensor info.
+// libFuzzer: GGUF open + validate from arbitrary bytes, then walk every KV and tensor info; a file
+// that parses must re-serialize (gguf_get_meta_data) to bytes that parse again with the same KVs.
 #include "ggml.h"
 #include "gguf.h"
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
@@ -28,6 +31,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
         const uint8_t * p = (const uint8_t *) gguf_get_tensor_data(g, i);
         const size_t n = gguf_get_tensor_size(g, i);
         if (p && n) sum += p[0] + p[n - 1];  // every byte of the tensor must be inside the input
+    }
+    if (gguf_get_n_tensors(g) == 0) {  // round trip through the writer (no tensor data to append)
+        const std::vector<uint8_t> again = gguf_get_meta_data(g);
+        std::string err2;
+        gguf_context * g2 = gguf_init_from_buffer(again.data(), again.size(), "fuzz-again", {true, nullptr}, &err2);
+        if (!g2 || gguf_get_n_kv(g2) != gguf_get_n_kv(g)) {
+            fprintf(stderr, "re-serialized GGUF does not parse: %s\n", err2.c_str());
+            std::abort();
+        }
+        gguf_free(g2);
     }
     if (meta) {
         for (ggml_tensor * t = ggml_get_first_tensor(meta); t; t = ggml_get_next_tensor(meta, t)) sum += ggml_nbytes(t);

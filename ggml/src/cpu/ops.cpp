@@ -41,7 +41,9 @@ bool ggml_cpu_supports_op(const ggml_tensor * dst) {
             return s0 && s1 && is_f32_f16(s0) && dst->type == s0->type && s1->type == GGML_TYPE_I32 &&
                    (!s2 || is_f32(s2));
         case GGML_OP_MUL_MAT:
-            return s0 && s1 && is_weight_type(s0) && is_f32(s1) && is_f32(dst);
+            // each weight row must be dense (mul_mat.cpp walks rows with SIMD dots)
+            return s0 && s1 && is_weight_type(s0) && is_f32(s1) && is_f32(dst) &&
+                   s0->nb[0] == ggml_type_size(s0->type);
         case GGML_OP_ARGMAX:
             return s0 && is_f32(s0) && dst->type == GGML_TYPE_I32;
         case GGML_OP_FLASH_ATTN_EXT:
