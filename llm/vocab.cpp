@@ -324,7 +324,7 @@ bool llm_vocab_load(llm_vocab & v, const gguf_context * g, std::string * err) {
         if ((rc = kv.get_int(sk.key, id)) == 0) {
             return false;
         }
-        if (rc < 0) {
+        if (rc < 0 || id == -1 || id == 0xFFFFFFFFll) {  // absent, or the usual "none" marker (-1 as u32)
             continue;
         }
         if (id < 0 || id >= (int64_t) n) {

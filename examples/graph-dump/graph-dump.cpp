@@ -4,10 +4,14 @@
 //
 //   graph-dump -o /tmp/block --svg
 //   graph-dump -o /tmp/block --sched      # backends, splits and copies from the scheduler
+//   graph-dump -m model.gguf -n 32 -o /tmp/llama [-ngl N] [-c N] [--svg]
+//       one Llama step of n tokens (32: a prompt batch, 1: a decode step) as planned by the
+//       scheduler: backend per node, splits, buffer offsets
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "ggml-dump.h"
 #include "ggml.h"
+#include "llm.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -85,16 +89,76 @@ void fill_random(ggml_tensor * t, std::mt19937 & rng, float scale) {
     ggml_backend_tensor_set(t, v.data(), 0, v.size() * sizeof(float));
 }
 
-void usage(const char * argv0) { std::fprintf(stderr, "usage: %s [-o PREFIX] [--svg] [--sched]\n", argv0); }
+void usage(const char * argv0) {
+    std::fprintf(stderr, "usage: %s [-o PREFIX] [--svg] [--sched] [-m MODEL.gguf [-n TOKENS] [-ngl N] [-c N]]\n", argv0);
+}
+
+bool write_svg(const std::string & prefix) {
+    if (std::system("command -v dot > /dev/null 2>&1") != 0) {
+        std::fprintf(stderr, "graph-dump: graphviz 'dot' not found, skipping the SVG\n");
+        return true;
+    }
+    const std::string cmd = "dot -Tsvg '" + prefix + ".dot' -o '" + prefix + ".svg'";
+    if (std::system(cmd.c_str()) != 0) {
+        std::fprintf(stderr, "graph-dump: '%s' failed\n", cmd.c_str());
+        return false;
+    }
+    std::printf("wrote %s.svg\n", prefix.c_str());
+    return true;
+}
+
+// one step of a Llama model, through the model's own graph builder and scheduler
+int dump_model(const std::string & model_path, int n_tokens, int ngl, int n_ctx, const std::string & prefix, bool svg) {
+    std::string err;
+    llm_model_params mp;
+    mp.n_gpu_layers = ngl;
+    llm_model * model = llm_model_load(model_path.c_str(), mp, &err);
+    if (!model) {
+        std::fprintf(stderr, "graph-dump: %s\n", err.c_str());
+        return 1;
+    }
+    llm_context_params cp;
+    cp.n_ctx = n_ctx;
+    cp.n_batch = std::max(n_tokens, 1);
+    llm_context * ctx = llm_context_new(model, cp, &err);
+    const bool ok = ctx && llm_dump_graph(ctx, n_tokens, prefix.c_str(), &err);
+    if (!ok) std::fprintf(stderr, "graph-dump: %s\n", err.c_str());
+    if (ok) std::printf("wrote %s.dot and %s.json (%s, %d tokens)\n", prefix.c_str(), prefix.c_str(),
+                        llm_model_desc(model).c_str(), n_tokens);
+    llm_context_free(ctx);
+    llm_model_free(model);
+    if (!ok) return 1;
+    return svg && !write_svg(prefix) ? 1 : 0;
+}
+
+int int_arg(const char * flag, const char * v, int lo, int hi) {
+    char * end = nullptr;
+    const long x = std::strtol(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || x < lo || x > hi) {
+        std::fprintf(stderr, "graph-dump: invalid value '%s' for %s (%d..%d)\n", v, flag, lo, hi);
+        std::exit(1);
+    }
+    return (int) x;
+}
 
 } // namespace
 
 int main(int argc, char ** argv) {
     std::string prefix = "graph-dump";
     bool svg = false, use_sched = false;
+    std::string model_path;
+    int n_tokens = 32, ngl = 0, n_ctx = 512;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "-o") && i + 1 < argc)
             prefix = argv[++i];
+        else if (!std::strcmp(argv[i], "-m") && i + 1 < argc)
+            model_path = argv[++i];
+        else if (!std::strcmp(argv[i], "-n") && i + 1 < argc)
+            n_tokens = int_arg("-n", argv[++i], 1, 1 << 16);
+        else if (!std::strcmp(argv[i], "-ngl") && i + 1 < argc)
+            ngl = int_arg("-ngl", argv[++i], 0, 1 << 20);
+        else if (!std::strcmp(argv[i], "-c") && i + 1 < argc)
+            n_ctx = int_arg("-c", argv[++i], 1, 1 << 24);
         else if (!std::strcmp(argv[i], "--svg"))
             svg = true;
         else if (!std::strcmp(argv[i], "--sched"))
@@ -108,6 +172,8 @@ int main(int argc, char ** argv) {
             return 1;
         }
     }
+
+    if (!model_path.empty()) return dump_model(model_path, n_tokens, ngl, n_ctx, prefix, svg);
 
     ggml_backend_t cpu = ggml_backend_cpu_init();
     ggml_backend_cpu_set_n_threads(cpu, 2);
@@ -180,18 +246,7 @@ int main(int argc, char ** argv) {
                     ggml_backend_sched_get_n_copies(sched), ggml_backend_sched_get_buffer_size(sched, cpu));
     }
     std::printf("wrote %s.dot and %s.json\n", prefix.c_str(), prefix.c_str());
-    if (svg) {
-        if (std::system("command -v dot > /dev/null 2>&1") != 0) {
-            std::fprintf(stderr, "graph-dump: graphviz 'dot' not found, skipping the SVG\n");
-        } else {
-            const std::string cmd = "dot -Tsvg '" + prefix + ".dot' -o '" + prefix + ".svg'";
-            if (std::system(cmd.c_str()) != 0) {
-                std::fprintf(stderr, "graph-dump: '%s' failed\n", cmd.c_str());
-                return 1;
-            }
-            std::printf("wrote %s.svg\n", prefix.c_str());
-        }
-    }
+    if (svg && !write_svg(prefix)) return 1;
     ggml_backend_sched_free(sched);
     ggml_gallocr_free(galloc);
     ggml_backend_buffer_free(wbuf);
