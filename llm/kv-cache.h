@@ -1,0 +1,56 @@
+// kv-cache.h - the per-layer K/V cache of one context: a linear cache where cell i holds position i.
+//
+// Layout (ggml style), per layer, in the layer's backend buffer:
+//   k: [n_embd_k_gqa, n_ctx]                  keys, stored after RoPE
+//   v: [n_ctx, n_embd_v_gqa] (v_trans)         values transposed, so kq*v reads a view directly
+//      [n_embd_v_gqa, n_ctx] (flash attention)
+//
+//   llm_kv_cache kv;
+//   if (!llm_kv_cache_init(kv, model, 4096, GGML_TYPE_F16, /*v_trans=*/true, &err)) ...
+//   // in a graph: store this step's k/v, then view the first n_kv cells for attention
+//   llm_kv_store(ctx, gf, kv, il, k_cur, v_cur, n_past);
+//   ggml_tensor * k = llm_kv_view_k(ctx, kv, il, n_kv);   // [head_dim, n_kv, n_head_kv]
+//   llm_kv_cache_free(kv);
+#pragma once
+
+#include "ggml-backend.h"
+#include "ggml.h"
+
+#include <string>
+#include <vector>
+
+struct llm_model;
+
+struct llm_kv_cache {
+    int       n_ctx = 0;
+    int       n_past = 0;      // cells in use (positions 0 .. n_past-1)
+    ggml_type type = GGML_TYPE_F16;
+    bool      v_trans = true;
+    int       n_embd_head = 0;
+    int       n_head_kv = 0;
+    std::vector<ggml_tensor *> k;  // per layer
+    std::vector<ggml_tensor *> v;  // per layer
+    std::vector<ggml_context *> ctxs;
+    std::vector<ggml_backend_buffer_t> bufs;
+
+    size_t size_bytes() const;
+};
+
+bool llm_kv_cache_init(llm_kv_cache & kv, const llm_model & model, int n_ctx, ggml_type type, bool v_trans,
+                       std::string * err);
+void llm_kv_cache_free(llm_kv_cache & kv);
+void llm_kv_cache_clear(llm_kv_cache & kv);  // zero the cells (no NaN garbage) and n_past = 0
+
+// Write k_cur [n_embd_k_gqa, n_tokens] and v_cur [n_embd_v_gqa, n_tokens] into cells n_past.. of layer il;
+// the copies are expanded into gf (before the attention that reads them).
+void llm_kv_store(ggml_context * ctx, ggml_cgraph * gf, const llm_kv_cache & kv, int il, ggml_tensor * k_cur,
+                  ggml_tensor * v_cur, int n_past);
+// [head_dim, n_kv, n_head_kv] views of the first n_kv cells (no copy)
+ggml_tensor * llm_kv_view_k(ggml_context * ctx, const llm_kv_cache & kv, int il, int n_kv);
+// v_trans: [n_kv, head_dim, n_head_kv] (a of kq*v); otherwise [head_dim, n_kv, n_head_kv] (flash attention)
+ggml_tensor * llm_kv_view_v(ggml_context * ctx, const llm_kv_cache & kv, int il, int n_kv);
+
+// Context shift: drop cells [p0, p1) and move cells [p1, n_past) down to p0, re-rotating the moved keys
+// by -(p1 - p0) positions with RoPE. Runs one small graph through sched. Returns false on a bad range.
+bool llm_kv_cache_remove(llm_kv_cache & kv, const llm_model & model, ggml_backend_sched_t sched, int p0, int p1,
+                         std::string * err);

@@ -1,0 +1,99 @@
+// llm-impl.h - internals of the Llama model shared by the loader (model.cpp), the KV cache
+// (kv-cache.cpp), the graph builder (graph.cpp) and the context (context.cpp).
+//
+//   llm_model:   hparams, vocab, weights (CPU weights zero-copy in the GGUF mapping, GPU weights uploaded)
+//   llm_context: backends, scheduler, KV cache, logits
+//   llm_graph:   one step's graph with its inputs/outputs (built per decode by llm_build_graph)
+#pragma once
+
+#include "gguf.h"
+#include "kv-cache.h"
+#include "llm.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+struct llm_layer {
+    ggml_tensor * attn_norm = nullptr;   // f32 [n_embd]
+    ggml_tensor * wq = nullptr;          // [n_embd, n_embd]
+    ggml_tensor * wk = nullptr;          // [n_embd, n_embd_k_gqa]
+    ggml_tensor * wv = nullptr;          // [n_embd, n_embd_k_gqa]
+    ggml_tensor * wo = nullptr;          // [n_embd, n_embd]
+    ggml_tensor * ffn_norm = nullptr;    // f32 [n_embd]
+    ggml_tensor * ffn_gate = nullptr;    // [n_embd, n_ff]
+    ggml_tensor * ffn_up = nullptr;      // [n_embd, n_ff]
+    ggml_tensor * ffn_down = nullptr;    // [n_ff, n_embd]
+    ggml_tensor * rope_freqs = nullptr;  // f32 [n_rot/2] or nullptr (a copy on the layer's backend)
+    bool on_gpu = false;
+    ggml_backend_buffer_type_t buft = nullptr;  // where this layer's weights (and KV cache) live
+};
+
+struct llm_model {
+    llm_hparams hp;
+    llm_vocab   vocab;
+    std::string path;
+    std::string name;       // general.name
+    std::string type_name;  // dominant weight type ("q8_0")
+
+    gguf_context * gguf = nullptr;
+    ggml_context * ctx_meta = nullptr;  // one tensor per GGUF tensor; data points into the mapping
+    ggml_context * ctx_dev = nullptr;   // copies of the tensors that live in the device buffer
+    ggml_context * ctx_host = nullptr;  // copies of the CPU tensors (use_mmap = false)
+    ggml_backend_buffer_t buf_mmap = nullptr;  // CPU weights, zero copy over the GGUF data section
+    ggml_backend_buffer_t buf_dev = nullptr;   // GPU weights
+    ggml_backend_buffer_t buf_host = nullptr;  // CPU weights copied (use_mmap = false)
+
+    ggml_tensor * tok_embd = nullptr;     // [n_embd, n_vocab] (always on the CPU)
+    ggml_tensor * output_norm = nullptr;  // f32 [n_embd]
+    ggml_tensor * output = nullptr;       // [n_embd, n_vocab] (token_embd or its GPU copy when tied)
+    std::vector<llm_layer> layers;
+
+    int  n_gpu_layers = 0;  // layers actually on the GPU
+    bool output_on_gpu = false;
+    int  main_gpu = 0;
+    bool verbose = false;
+    uint64_t n_params = 0;
+    uint64_t n_bytes = 0;
+    std::vector<std::pair<std::string, size_t>> buffer_sizes;
+    double t_load_ms = 0;
+};
+
+struct llm_context {
+    llm_model * model = nullptr;
+    llm_context_params params;
+    int n_ctx = 0;
+    int n_batch = 0;
+    int n_threads = 0;
+
+    ggml_backend_t cpu = nullptr;
+    ggml_backend_t gpu = nullptr;
+    std::vector<ggml_backend_t> backends;  // priority order, CPU last
+    ggml_backend_sched_t sched = nullptr;
+    size_t graph_size = 0;                 // max nodes of one step's graph
+    std::vector<uint8_t> graph_mem;        // tensor headers + graph of the current step
+
+    llm_kv_cache kv;
+
+    std::vector<float> logits;  // [n_vocab, n_logits_rows]
+    int     n_logits_rows = 0;
+    int32_t argmax = -1;        // argmax of the last row, computed in the graph
+    llm_perf perf;
+};
+
+// One step's graph. ctx owns the tensor headers (memory of llm_context::graph_mem).
+struct llm_graph {
+    ggml_context * ctx = nullptr;
+    ggml_cgraph *  gf = nullptr;
+    ggml_tensor *  inp_tokens = nullptr;  // i32 [n_tokens]
+    ggml_tensor *  inp_pos = nullptr;     // i32 [n_tokens]
+    ggml_tensor *  logits = nullptr;      // f32 [n_vocab, n_out]
+    ggml_tensor *  argmax = nullptr;      // i32 [1], argmax of the last logits row
+    int n_tokens = 0;
+    int n_past = 0;
+    int n_out = 0;
+};
+
+// graph.cpp: build the graph for n_tokens tokens at positions n_past.. (all_logits: one logits row per
+// token, else only the last). Free with ggml_free(g.ctx).
+llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_past, bool all_logits);

@@ -1,0 +1,483 @@
+// model.cpp - load a Llama 2 / Llama 3 GGUF: hparams, vocab, weights.
+//
+// Every tensor is checked (present, shape, type) before any memory is allocated. CPU weights are used
+// in place from the file mapping (a CPU buffer over the GGUF data section, usage WEIGHTS); layers below
+// n_gpu_layers (and the output when n_gpu_layers > n_layer) are copied once into a device buffer.
+// token_embd always stays on the CPU (get_rows there, as llama.cpp does).
+#include "llm-impl.h"
+
+#ifdef GGML_USE_CUDA
+#include "ggml-cuda.h"
+#endif
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdarg>
+#include <cstring>
+#include <map>
+
+namespace {
+
+std::string strfmt(const char * fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    return buf;
+}
+
+std::string shape_str(const int64_t * ne, int n) {
+    std::string s = "[";
+    for (int i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(ne[i]);
+    return s + "]";
+}
+
+// Reads GGUF keys with type checks; every failure is one line in err.
+struct kv_reader {
+    const gguf_context * g;
+    const std::string & path;
+    std::string * err;
+
+    bool fail(const std::string & msg) const {
+        if (err) *err = path + ": " + msg;
+        return false;
+    }
+    // any integer type; absent -> def (or error when required)
+    bool get_int(const char * key, int64_t & out, bool required, int64_t def = 0) const {
+        const int64_t id = gguf_find_key(g, key);
+        if (id < 0) {
+            if (required) return fail(strfmt("missing key '%s'", key));
+            out = def;
+            return true;
+        }
+        switch (gguf_get_kv_type(g, id)) {
+            case GGUF_TYPE_UINT8:  out = gguf_get_val_u8(g, id); break;
+            case GGUF_TYPE_INT8:   out = gguf_get_val_i8(g, id); break;
+            case GGUF_TYPE_UINT16: out = gguf_get_val_u16(g, id); break;
+            case GGUF_TYPE_INT16:  out = gguf_get_val_i16(g, id); break;
+            case GGUF_TYPE_UINT32: out = gguf_get_val_u32(g, id); break;
+            case GGUF_TYPE_INT32:  out = gguf_get_val_i32(g, id); break;
+            case GGUF_TYPE_UINT64: {
+                const uint64_t v = gguf_get_val_u64(g, id);
+                if (v > (uint64_t) INT64_MAX) return fail(strfmt("key '%s' value %" PRIu64 " too large", key, v));
+                out = (int64_t) v;
+                break;
+            }
+            case GGUF_TYPE_INT64:  out = gguf_get_val_i64(g, id); break;
+            default:
+                return fail(strfmt("key '%s' has type %s, expected an integer", key,
+                                   gguf_type_name(gguf_get_kv_type(g, id))));
+        }
+        return true;
+    }
+    // integer in [lo, hi]
+    bool get_i32(const char * key, int32_t & out, bool required, int64_t lo, int64_t hi, int64_t def = 0) const {
+        int64_t v = 0;
+        if (!get_int(key, v, required, def)) return false;
+        if (v < lo || v > hi) {
+            return fail(strfmt("key '%s' = %" PRId64 " is out of range [%" PRId64 ", %" PRId64 "]", key, v, lo, hi));
+        }
+        out = (int32_t) v;
+        return true;
+    }
+    bool get_f32(const char * key, float & out, bool required, float def) const {
+        const int64_t id = gguf_find_key(g, key);
+        if (id < 0) {
+            if (required) return fail(strfmt("missing key '%s'", key));
+            out = def;
+            return true;
+        }
+        const gguf_type t = gguf_get_kv_type(g, id);
+        if (t == GGUF_TYPE_FLOAT32) out = gguf_get_val_f32(g, id);
+        else if (t == GGUF_TYPE_FLOAT64) out = (float) gguf_get_val_f64(g, id);
+        else return fail(strfmt("key '%s' has type %s, expected a float", key, gguf_type_name(t)));
+        if (!std::isfinite(out)) return fail(strfmt("key '%s' is not finite", key));
+        return true;
+    }
+    bool get_str(const char * key, std::string & out, bool required) const {
+        const int64_t id = gguf_find_key(g, key);
+        if (id < 0) {
+            if (required) return fail(strfmt("missing key '%s'", key));
+            out.clear();
+            return true;
+        }
+        if (gguf_get_kv_type(g, id) != GGUF_TYPE_STRING) {
+            return fail(strfmt("key '%s' has type %s, expected a string", key,
+                               gguf_type_name(gguf_get_kv_type(g, id))));
+        }
+        out = gguf_get_val_str(g, id);
+        return true;
+    }
+};
+
+bool load_hparams(llm_model & m, std::string * err) {
+    const kv_reader r{m.gguf, m.path, err};
+    std::string arch;
+    if (!r.get_str("general.architecture", arch, true)) return false;
+    if (arch != "llama") return r.fail(strfmt("unknown architecture '%s'", arch.c_str()));
+    if (!r.get_str("general.name", m.name, false)) return false;
+
+    llm_hparams & hp = m.hp;
+    const int64_t big = 1 << 24;
+    if (!r.get_i32("llama.context_length", hp.n_ctx_train, true, 1, 1 << 24)) return false;
+    if (!r.get_i32("llama.embedding_length", hp.n_embd, true, 1, big)) return false;
+    if (!r.get_i32("llama.block_count", hp.n_layer, true, 1, 4096)) return false;
+    if (!r.get_i32("llama.feed_forward_length", hp.n_ff, true, 1, big)) return false;
+    if (!r.get_i32("llama.attention.head_count", hp.n_head, true, 1, 4096)) return false;
+    if (!r.get_i32("llama.attention.head_count_kv", hp.n_head_kv, false, 1, 4096, hp.n_head)) return false;
+    if (hp.n_embd % hp.n_head != 0) {
+        return r.fail(strfmt("embedding_length %d is not a multiple of head_count %d", hp.n_embd, hp.n_head));
+    }
+    if (hp.n_head % hp.n_head_kv != 0) {
+        return r.fail(strfmt("head_count %d is not a multiple of head_count_kv %d", hp.n_head, hp.n_head_kv));
+    }
+    hp.n_embd_head = hp.n_embd / hp.n_head;
+    int32_t key_len = 0, val_len = 0;
+    if (!r.get_i32("llama.attention.key_length", key_len, false, 1, big, hp.n_embd_head)) return false;
+    if (!r.get_i32("llama.attention.value_length", val_len, false, 1, big, hp.n_embd_head)) return false;
+    if (key_len != hp.n_embd_head || val_len != hp.n_embd_head) {
+        return r.fail(strfmt("attention.key_length/value_length %d/%d != embedding_length/head_count %d: not supported",
+                             key_len, val_len, hp.n_embd_head));
+    }
+    if (!r.get_f32("llama.attention.layer_norm_rms_epsilon", hp.rms_eps, false, 1e-5f)) return false;
+    if (!(hp.rms_eps > 0)) return r.fail("llama.attention.layer_norm_rms_epsilon must be > 0");
+    if (!r.get_f32("llama.rope.freq_base", hp.rope_freq_base, false, 10000.0f)) return false;
+    if (!(hp.rope_freq_base > 0)) return r.fail("llama.rope.freq_base must be > 0");
+    if (!r.get_i32("llama.rope.dimension_count", hp.n_rot, false, 2, hp.n_embd_head, hp.n_embd_head)) return false;
+    if (hp.n_rot % 2 != 0) return r.fail(strfmt("llama.rope.dimension_count %d is odd", hp.n_rot));
+
+    std::string scaling;
+    if (!r.get_str("llama.rope.scaling.type", scaling, false)) return false;
+    hp.rope_freq_scale = 1.0f;
+    if (scaling == "linear") {
+        float factor = 1.0f;
+        if (!r.get_f32("llama.rope.scaling.factor", factor, true, 1.0f)) return false;
+        if (!(factor > 0)) return r.fail(strfmt("llama.rope.scaling.factor %g must be > 0", factor));
+        hp.rope_freq_scale = 1.0f / factor;
+    } else if (!scaling.empty() && scaling != "none") {
+        return r.fail(strfmt("llama.rope.scaling.type '%s' is not supported (none, linear)", scaling.c_str()));
+    }
+    return true;
+}
+
+enum weight_place { PLACE_CPU, PLACE_GPU };
+
+struct tensor_loader {
+    llm_model & m;
+    std::string * err;
+    int n_used = 0;
+
+    bool fail(const std::string & msg) const {
+        if (err) *err = m.path + ": " + msg;
+        return false;
+    }
+    // Find name, check its shape ne[0..n) and type; *out = the meta tensor (data in the mapping).
+    bool get(const std::string & name, std::initializer_list<int64_t> shape, bool f32_only, ggml_tensor ** out,
+             bool required = true) {
+        *out = nullptr;
+        ggml_tensor * t = ggml_get_tensor(m.ctx_meta, name.c_str());
+        if (!t) {
+            if (!required) return true;
+            return fail(strfmt("missing tensor '%s'", name.c_str()));
+        }
+        const int n = (int) shape.size();
+        int64_t want[GGML_MAX_DIMS] = {1, 1, 1, 1};
+        int i = 0;
+        for (int64_t v : shape) want[i++] = v;
+        bool ok = true;
+        for (int d = 0; d < GGML_MAX_DIMS; ++d) ok = ok && t->ne[d] == want[d];
+        if (!ok) {
+            return fail(strfmt("tensor '%s' has shape %s, expected %s", name.c_str(),
+                               shape_str(t->ne, std::max(ggml_n_dims(t), n)).c_str(), shape_str(want, n).c_str()));
+        }
+        const bool type_ok = f32_only ? t->type == GGML_TYPE_F32
+                                      : (t->type == GGML_TYPE_F32 || t->type == GGML_TYPE_F16 ||
+                                         t->type == GGML_TYPE_Q8_0);
+        if (!type_ok) {
+            return fail(strfmt("tensor '%s' has unsupported type %s (supported: %s)", name.c_str(),
+                               ggml_type_name(t->type), f32_only ? "f32" : "f32, f16, q8_0"));
+        }
+        ++n_used;
+        *out = t;
+        return true;
+    }
+};
+
+struct copy_job {
+    ggml_tensor * src;  // meta tensor (data in the mapping)
+    ggml_tensor * dst;  // tensor in a copy context
+};
+
+double mib(size_t b) { return b / (1024.0 * 1024.0); }
+
+}  // namespace
+
+void llm_model_free(llm_model * m) {
+    if (!m) return;
+    if (m->buf_dev) ggml_backend_buffer_free(m->buf_dev);
+    if (m->buf_host) ggml_backend_buffer_free(m->buf_host);
+    if (m->buf_mmap) ggml_backend_buffer_free(m->buf_mmap);
+    ggml_free(m->ctx_dev);
+    ggml_free(m->ctx_host);
+    ggml_free(m->ctx_meta);
+    gguf_free(m->gguf);
+    delete m;
+}
+
+static bool load_tensors(llm_model & m, const llm_model_params & params, std::string * err) {
+    const llm_hparams & hp = m.hp;
+    tensor_loader tl{m, err};
+    const int64_t n_embd = hp.n_embd, n_ff = hp.n_ff, n_kv = hp.n_embd_k_gqa();
+
+    // ---- names, shapes, types --------------------------------------------------------------------
+    ggml_tensor * tok_embd = ggml_get_tensor(m.ctx_meta, "token_embd.weight");
+    if (!tok_embd) return tl.fail("missing tensor 'token_embd.weight'");
+    m.hp.n_vocab = m.vocab.n_vocab() > 0 ? m.vocab.n_vocab() : (int32_t) tok_embd->ne[1];
+    const int64_t n_vocab = m.hp.n_vocab;
+    if (!tl.get("token_embd.weight", {n_embd, n_vocab}, false, &m.tok_embd)) return false;
+    if (!tl.get("output_norm.weight", {n_embd}, true, &m.output_norm)) return false;
+    if (!tl.get("output.weight", {n_embd, n_vocab}, false, &m.output, /*required=*/false)) return false;
+    m.hp.tied_output = m.output == nullptr;
+    ggml_tensor * rope_freqs = nullptr;
+    if (!tl.get("rope_freqs.weight", {hp.n_rot / 2}, true, &rope_freqs, false)) return false;
+
+    m.layers.resize(hp.n_layer);
+    for (int il = 0; il < hp.n_layer; ++il) {
+        llm_layer & L = m.layers[il];
+        auto nm = [il](const char * s) { return strfmt("blk.%d.%s.weight", il, s); };
+        if (!tl.get(nm("attn_norm"), {n_embd}, true, &L.attn_norm)) return false;
+        if (!tl.get(nm("attn_q"), {n_embd, n_embd}, false, &L.wq)) return false;
+        if (!tl.get(nm("attn_k"), {n_embd, n_kv}, false, &L.wk)) return false;
+        if (!tl.get(nm("attn_v"), {n_embd, n_kv}, false, &L.wv)) return false;
+        if (!tl.get(nm("attn_output"), {n_embd, n_embd}, false, &L.wo)) return false;
+        if (!tl.get(nm("ffn_norm"), {n_embd}, true, &L.ffn_norm)) return false;
+        if (!tl.get(nm("ffn_gate"), {n_embd, n_ff}, false, &L.ffn_gate)) return false;
+        if (!tl.get(nm("ffn_up"), {n_embd, n_ff}, false, &L.ffn_up)) return false;
+        if (!tl.get(nm("ffn_down"), {n_ff, n_embd}, false, &L.ffn_down)) return false;
+        L.rope_freqs = rope_freqs;
+    }
+    if (tl.n_used != gguf_get_n_tensors(m.gguf)) {
+        GGML_LOG_WARN("%s: %s: %" PRId64 " tensors in the file, %d used\n", __func__, m.path.c_str(),
+                      gguf_get_n_tensors(m.gguf), tl.n_used);
+    }
+
+    // ---- placement ---------------------------------------------------------------------------------
+    int n_gpu = 0;
+    ggml_backend_buffer_type_t buft_gpu = nullptr;
+#ifdef GGML_USE_CUDA
+    if (params.n_gpu_layers > 0 && ggml_backend_cuda_get_device_count() == 0) {
+        GGML_LOG_WARN("%s: no CUDA device: -ngl %d ignored, running on the CPU\n", __func__, params.n_gpu_layers);
+    } else if (params.n_gpu_layers > 0) {
+        buft_gpu = ggml_backend_cuda_buffer_type(params.main_gpu);
+        if (!buft_gpu) return tl.fail(strfmt("CUDA device %d is not available", params.main_gpu));
+        n_gpu = std::min(params.n_gpu_layers, hp.n_layer);
+    }
+#endif
+    m.n_gpu_layers = n_gpu;
+    m.output_on_gpu = buft_gpu && params.n_gpu_layers > hp.n_layer;
+    m.main_gpu = params.main_gpu;
+
+    ggml_backend_buffer_type_t buft_cpu = ggml_backend_cpu_buffer_type();
+    const size_t n_dev_tensors = 16 + 12 * (size_t) hp.n_layer;
+    m.ctx_dev = ggml_init({n_dev_tensors * ggml_tensor_overhead(), nullptr, true});
+    ggml_context * ctx_host = nullptr;  // use_mmap = false: CPU copies
+    if (!params.use_mmap) ctx_host = ggml_init({n_dev_tensors * ggml_tensor_overhead(), nullptr, true});
+    m.ctx_host = ctx_host;  // owned by the model from here on
+
+    std::vector<copy_job> jobs_dev, jobs_host;
+    std::vector<ggml_tensor *> mmap_tensors;
+    std::map<std::pair<ggml_tensor *, bool>, ggml_tensor *> placed;  // (meta, gpu) -> final tensor
+    auto place = [&](ggml_tensor * t, bool gpu, const char * name = nullptr) -> ggml_tensor * {
+        if (!t) return nullptr;
+        auto it = placed.find({t, gpu});
+        if (it != placed.end()) return it->second;
+        ggml_tensor * out = t;
+        if (gpu || ctx_host) {
+            ggml_context * c = gpu ? m.ctx_dev : ctx_host;
+            out = ggml_dup_tensor(c, t);
+            ggml_set_name(out, name ? name : t->name);
+            (gpu ? jobs_dev : jobs_host).push_back({t, out});
+        } else {
+            mmap_tensors.push_back(t);
+        }
+        placed[{t, gpu}] = out;
+        return out;
+    };
+    m.tok_embd = place(m.tok_embd, false);
+    for (int il = 0; il < hp.n_layer; ++il) {
+        llm_layer & L = m.layers[il];
+        const bool g = il < n_gpu;
+        L.on_gpu = g;
+        L.buft = g ? buft_gpu : buft_cpu;
+        for (ggml_tensor ** w : {&L.attn_norm, &L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_norm, &L.ffn_gate, &L.ffn_up,
+                                 &L.ffn_down, &L.rope_freqs}) {
+            *w = place(*w, g);
+        }
+    }
+    m.output_norm = place(m.output_norm, m.output_on_gpu);
+    if (m.hp.tied_output) {
+        ggml_tensor * src = ggml_get_tensor(m.ctx_meta, "token_embd.weight");
+        m.output = m.output_on_gpu ? place(src, true, "output.weight") : m.tok_embd;
+    } else {
+        m.output = place(m.output, m.output_on_gpu);
+    }
+
+    // ---- buffers -----------------------------------------------------------------------------------
+    size_t dev_bytes = 0, host_bytes = 0, mmap_bytes = 0;
+    for (auto & j : jobs_dev) dev_bytes += ggml_backend_buft_get_alloc_size(buft_gpu, j.dst);
+    for (auto & j : jobs_host) host_bytes += ggml_nbytes(j.dst);
+    for (auto * t : mmap_tensors) mmap_bytes += ggml_nbytes(t);
+
+    if (!jobs_dev.empty()) {
+#ifdef GGML_USE_CUDA
+        size_t free_mem = 0, total_mem = 0;
+        ggml_backend_cuda_get_device_memory(params.main_gpu, &free_mem, &total_mem);
+        if (dev_bytes > free_mem) {
+            return tl.fail(strfmt("out of device memory: %d layers need %.1f MiB of weights, CUDA%d has %.1f MiB free",
+                                  n_gpu, mib(dev_bytes), params.main_gpu, mib(free_mem)));
+        }
+#endif
+        m.buf_dev = ggml_backend_alloc_ctx_tensors_from_buft(m.ctx_dev, buft_gpu);
+        if (!m.buf_dev) {
+            return tl.fail(strfmt("out of device memory: allocating %.1f MiB of weights on %s failed", mib(dev_bytes),
+                                  ggml_backend_buft_name(buft_gpu)));
+        }
+        ggml_backend_buffer_set_usage(m.buf_dev, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        m.buffer_sizes.push_back({ggml_backend_buft_name(buft_gpu), ggml_backend_buffer_get_size(m.buf_dev)});
+    }
+    if (ctx_host) {
+        m.buf_host = ggml_backend_alloc_ctx_tensors_from_buft(ctx_host, buft_cpu);
+        if (!m.buf_host) {
+            return tl.fail(strfmt("out of memory: allocating %.1f MiB of weights failed", mib(host_bytes)));
+        }
+        ggml_backend_buffer_set_usage(m.buf_host, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        m.buffer_sizes.push_back({"CPU", host_bytes});
+    }
+    if (!mmap_tensors.empty()) {
+        const size_t data_size = gguf_get_file_size(m.gguf) - gguf_get_data_offset(m.gguf);
+        m.buf_mmap = ggml_backend_cpu_buffer_from_ptr(const_cast<void *>(gguf_get_data(m.gguf)), data_size);
+        if (!m.buf_mmap) return tl.fail("cannot wrap the file mapping as a CPU buffer");
+        ggml_backend_buffer_set_usage(m.buf_mmap, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        for (ggml_tensor * t : mmap_tensors) {
+            void * addr = t->data;
+            t->data = nullptr;
+            ggml_backend_tensor_alloc(m.buf_mmap, t, addr);
+        }
+        m.buffer_sizes.push_back({"CPU (mmap)", mmap_bytes});
+    }
+
+    // ---- upload ------------------------------------------------------------------------------------
+    const size_t total = dev_bytes + host_bytes;
+    size_t done = 0;
+    bool cancelled = false;
+    for (auto * jobs : {&jobs_dev, &jobs_host}) {
+        for (auto & j : *jobs) {
+            if (cancelled) break;
+            ggml_backend_tensor_set(j.dst, j.src->data, 0, ggml_nbytes(j.src));
+            done += ggml_nbytes(j.src);
+            if (params.progress && !params.progress(total ? (float) done / total : 1.0f)) cancelled = true;
+        }
+    }
+    if (cancelled) return tl.fail("loading cancelled");
+    if (params.progress && total == 0) params.progress(1.0f);
+
+    if (params.verbose || !jobs_dev.empty()) {
+        GGML_LOG_INFO("%s: %d/%d layers on %s (%.1f MiB VRAM), CPU weights %.1f MiB%s, output on %s\n", __func__,
+                      n_gpu, hp.n_layer, buft_gpu ? ggml_backend_buft_name(buft_gpu) : "-", mib(dev_bytes),
+                      mib(mmap_bytes + host_bytes), ctx_host ? "" : " (mmap)", m.output_on_gpu ? "GPU" : "CPU");
+    }
+    return true;
+}
+
+llm_model * llm_model_load(const char * path, const llm_model_params & params, std::string * err) {
+    const int64_t t0 = ggml_time_us();
+    auto * m = new llm_model;
+    m->path = path ? path : "";
+    m->verbose = params.verbose;
+    std::string gerr;
+    m->gguf = gguf_init_from_file(m->path.c_str(), {false, &m->ctx_meta}, &gerr);
+    if (!m->gguf) {
+        if (err) *err = gerr.empty() ? m->path + ": cannot read GGUF" : gerr;
+        llm_model_free(m);
+        return nullptr;
+    }
+    if (!load_hparams(*m, err)) {
+        llm_model_free(m);
+        return nullptr;
+    }
+    if (gguf_find_key(m->gguf, "tokenizer.ggml.model") >= 0) {
+        std::string verr;
+        if (!llm_vocab_load(m->vocab, m->gguf, &verr)) {
+            if (err) *err = m->path + ": " + verr;
+            llm_model_free(m);
+            return nullptr;
+        }
+    } else {
+        GGML_LOG_WARN("%s: %s has no tokenizer (tokenizer.ggml.model): token ids only\n", __func__, path);
+    }
+    if (!load_tensors(*m, params, err)) {
+        llm_model_free(m);
+        return nullptr;
+    }
+
+    // stats: parameters and bytes over the file's tensors; the dominant matrix type
+    std::map<ggml_type, int64_t> by_type;
+    for (int64_t i = 0; i < gguf_get_n_tensors(m->gguf); ++i) {
+        int64_t ne = 1;
+        for (int d = 0; d < GGML_MAX_DIMS; ++d) ne *= gguf_get_tensor_ne(m->gguf, i, d);
+        m->n_params += ne;
+        m->n_bytes += gguf_get_tensor_size(m->gguf, i);
+        if (gguf_get_tensor_n_dims(m->gguf, i) >= 2) by_type[gguf_get_tensor_type(m->gguf, i)] += ne;
+    }
+    ggml_type best = GGML_TYPE_F32;
+    int64_t best_n = -1;
+    for (auto & [t, n] : by_type) {
+        if (n > best_n) best = t, best_n = n;
+    }
+    m->type_name = ggml_type_name(best);
+    m->t_load_ms = (ggml_time_us() - t0) / 1000.0;
+    return m;
+}
+
+const llm_hparams & llm_model_hparams(const llm_model * model) { return model->hp; }
+const llm_vocab & llm_model_get_vocab(const llm_model * model) { return model->vocab; }
+uint64_t llm_model_n_params(const llm_model * model) { return model->n_params; }
+uint64_t llm_model_size(const llm_model * model) { return model->n_bytes; }
+
+std::vector<std::pair<std::string, size_t>> llm_model_buffer_sizes(const llm_model * model) {
+    return model->buffer_sizes;
+}
+
+std::string llm_model_desc(const llm_model * model) {
+    const double p = (double) model->n_params;
+    std::string size;
+    if (p >= 1e9) size = strfmt("%.1fB", p / 1e9);
+    else if (p >= 1e6) size = strfmt("%.0fM", p / 1e6);
+    else size = strfmt("%.0fK", p / 1e3);
+    return "llama " + size + " " + model->type_name;
+}
+
+std::string llm_model_meta(const llm_model * model, const char * key) {
+    const gguf_context * g = model->gguf;
+    const int64_t id = gguf_find_key(g, key);
+    if (id < 0) return "";
+    switch (gguf_get_kv_type(g, id)) {
+        case GGUF_TYPE_UINT8:   return std::to_string(gguf_get_val_u8(g, id));
+        case GGUF_TYPE_INT8:    return std::to_string(gguf_get_val_i8(g, id));
+        case GGUF_TYPE_UINT16:  return std::to_string(gguf_get_val_u16(g, id));
+        case GGUF_TYPE_INT16:   return std::to_string(gguf_get_val_i16(g, id));
+        case GGUF_TYPE_UINT32:  return std::to_string(gguf_get_val_u32(g, id));
+        case GGUF_TYPE_INT32:   return std::to_string(gguf_get_val_i32(g, id));
+        case GGUF_TYPE_UINT64:  return std::to_string(gguf_get_val_u64(g, id));
+        case GGUF_TYPE_INT64:   return std::to_string(gguf_get_val_i64(g, id));
+        case GGUF_TYPE_FLOAT32: return strfmt("%g", gguf_get_val_f32(g, id));
+        case GGUF_TYPE_FLOAT64: return strfmt("%g", gguf_get_val_f64(g, id));
+        case GGUF_TYPE_BOOL:    return gguf_get_val_bool(g, id) ? "true" : "false";
+        case GGUF_TYPE_STRING:  return gguf_get_val_str(g, id);
+        case GGUF_TYPE_ARRAY:
+            return strfmt("[%s x %zu]", gguf_type_name(gguf_get_arr_type(g, id)), gguf_get_arr_n(g, id));
+        default: return "";
+    }
+}

@@ -1,0 +1,504 @@
+// test_llm_logits.cpp - the Llama forward pass against an independent float64 numpy reference
+// (gguf-py/scripts/reference_forward.py) on small random GGUFs written by gguf-py/scripts/gen_random_llama.py;
+// the KV cache (prompt, split batches, decode deep into the cache, context shift), q8_0 / f16-cache /
+// flash-attention tolerances; the real stories260K model; loader errors on bad files.
+#include "doctest/doctest.h"
+#include "gguf.h"
+#include "llm.h"
+#include "test_util.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+const char * k_python = "/usr/bin/python3";
+
+std::string run_cmd(const std::string & cmd, int * rc) {
+    std::string out;
+    FILE * f = popen((cmd + " 2>&1").c_str(), "r");
+    if (!f) {
+        *rc = -1;
+        return out;
+    }
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+    *rc = pclose(f);
+    return out;
+}
+
+// A temp dir for the test's files, removed at exit.
+struct temp_dir {
+    std::string path;
+    temp_dir() {
+        char tmpl[] = "/tmp/test_llm_logits.XXXXXX";
+        const char * p = mkdtemp(tmpl);
+        REQUIRE(p != nullptr);
+        path = p;
+    }
+    ~temp_dir() {
+        int rc;
+        run_cmd("rm -rf '" + path + "'", &rc);
+    }
+};
+
+temp_dir & tmp() {
+    static temp_dir d;
+    return d;
+}
+
+void require_python() {
+    // CI installs python3 + numpy; a missing interpreter is a failure, not a skip
+    REQUIRE_MESSAGE(access(k_python, X_OK) == 0, "/usr/bin/python3 is required");
+    int rc;
+    const std::string out = run_cmd(std::string(k_python) + " -c 'import numpy'", &rc);
+    REQUIRE_MESSAGE(rc == 0, "numpy is required for /usr/bin/python3: " << out);
+}
+
+// gen_random_llama.py --custom <args>; cached by name
+std::string gen_model(const std::string & name, const std::string & args) {
+    require_python();
+    const std::string path = tmp().path + "/" + name + ".gguf";
+    if (access(path.c_str(), R_OK) == 0) return path;
+    int rc;
+    const std::string cmd = std::string(k_python) + " " LLM_SOURCE_DIR "/gguf-py/scripts/gen_random_llama.py --custom " +
+                            args + " --out " + path;
+    const std::string out = run_cmd(cmd, &rc);
+    REQUIRE_MESSAGE(rc == 0, cmd << "\n" << out);
+    return path;
+}
+
+// float64 numpy reference logits, [n_tokens][n_vocab] as float32
+std::vector<float> ref_logits(const std::string & model, const std::vector<int32_t> & toks, int n_vocab) {
+    std::string list;
+    for (size_t i = 0; i < toks.size(); ++i) list += (i ? "," : "") + std::to_string(toks[i]);
+    const std::string out_path = tmp().path + "/ref.bin";
+    int rc;
+    const std::string cmd = std::string(k_python) + " " LLM_SOURCE_DIR "/gguf-py/scripts/reference_forward.py " +
+                            model + " --tokens " + list + " --out-bin " + out_path;
+    const std::string out = run_cmd(cmd, &rc);
+    REQUIRE_MESSAGE(rc == 0, cmd << "\n" << out);
+    std::vector<float> v(toks.size() * n_vocab);
+    std::ifstream f(out_path, std::ios::binary);
+    f.read((char *) v.data(), v.size() * sizeof(float));
+    REQUIRE((size_t) f.gcount() == v.size() * sizeof(float));
+    return v;
+}
+
+// max |a - b| / max |b| over one row
+double rel_err(const float * a, const float * b, int n) {
+    double num = 0, den = 0;
+    for (int i = 0; i < n; ++i) {
+        num = std::max(num, (double) std::fabs(a[i] - b[i]));
+        den = std::max(den, (double) std::fabs(b[i]));
+    }
+    return num / std::max(den, 1e-30);
+}
+
+std::vector<int32_t> random_tokens(int n, int n_vocab, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::vector<int32_t> t(n);
+    for (auto & x : t) x = (int32_t) (rng() % n_vocab);
+    return t;
+}
+
+struct model_ptr {
+    llm_model * m = nullptr;
+    explicit model_ptr(const std::string & path) {
+        std::string err;
+        llm_model_params mp;
+        m = llm_model_load(path.c_str(), mp, &err);
+        REQUIRE_MESSAGE(m != nullptr, err);
+    }
+    ~model_ptr() { llm_model_free(m); }
+};
+
+struct ctx_ptr {
+    llm_context * c = nullptr;
+    ctx_ptr(llm_model * m, llm_context_params cp) {
+        std::string err;
+        if (cp.n_threads == 0) cp.n_threads = 2;
+        c = llm_context_new(m, cp, &err);
+        REQUIRE_MESSAGE(c != nullptr, err);
+    }
+    ~ctx_ptr() { llm_context_free(c); }
+};
+
+llm_context_params f32_params(int n_ctx, int n_batch, bool all_logits) {
+    llm_context_params cp;
+    cp.n_ctx = n_ctx;
+    cp.n_batch = n_batch;
+    cp.cache_type = LLM_CACHE_F32;
+    cp.all_logits = all_logits;
+    return cp;
+}
+
+// Logits of every token of toks: decoded in one llm_decode call (split by n_batch inside) when step == 0,
+// else step tokens per call.
+std::vector<float> cpp_logits(llm_model * m, const std::vector<int32_t> & toks, llm_context_params cp, int step = 0) {
+    const int n_vocab = llm_model_hparams(m).n_vocab;
+    cp.all_logits = true;
+    ctx_ptr c(m, cp);
+    std::vector<float> out(toks.size() * n_vocab);
+    const int n = (int) toks.size();
+    const int s = step > 0 ? step : n;
+    std::string err;
+    for (int i0 = 0; i0 < n; i0 += s) {
+        const int nb = std::min(s, n - i0);
+        REQUIRE_MESSAGE(llm_decode(c.c, toks.data() + i0, nb, &err), err);
+        for (int i = 0; i < nb; ++i) {
+            const float * l = llm_get_logits_ith(c.c, i);
+            REQUIRE(l != nullptr);
+            std::copy(l, l + n_vocab, out.begin() + (size_t) (i0 + i) * n_vocab);
+        }
+        REQUIRE(llm_get_logits_ith(c.c, nb) == nullptr);
+        CHECK(llm_get_logits(c.c) == llm_get_logits_ith(c.c, nb - 1));
+    }
+    CHECK(llm_n_past(c.c) == n);
+    return out;
+}
+
+double max_rel_err(const std::vector<float> & a, const std::vector<float> & b, int n_vocab, int * worst = nullptr) {
+    double e = 0;
+    for (size_t r = 0; r < a.size() / n_vocab; ++r) {
+        const double er = rel_err(a.data() + r * n_vocab, b.data() + r * n_vocab, n_vocab);
+        if (er > e) {
+            e = er;
+            if (worst) *worst = (int) r;
+        }
+    }
+    return e;
+}
+
+const char * k_llama2_args = "--n-embd 64 --n-ff 172 --n-layer 2 --n-head 4 --n-vocab 256 --vocab none --ctx 512";
+const char * k_llama3_args =
+    "--n-embd 128 --n-ff 320 --n-layer 2 --n-head 8 --n-head-kv 2 --n-vocab 300 --vocab none --theta 500000 --ctx 512";
+
+// prompt in one batch, prompt split over batches, one token at a time: all against the reference
+void check_against_reference(const std::string & path, int n_prompt, uint32_t seed) {
+    model_ptr m(path);
+    const int n_vocab = llm_model_hparams(m.m).n_vocab;
+    const auto toks = random_tokens(n_prompt, n_vocab, seed);
+    const auto ref = ref_logits(path, toks, n_vocab);
+    int worst = -1;
+
+    const auto one = cpp_logits(m.m, toks, f32_params(256, 512, true));
+    const double e1 = max_rel_err(one, ref, n_vocab, &worst);
+    INFO("one batch: worst row " << worst);
+    CHECK(e1 < 1e-4);
+
+    const auto split = cpp_logits(m.m, toks, f32_params(256, 3, true));  // n_batch 3: 4 graphs
+    CHECK(max_rel_err(split, ref, n_vocab) < 1e-4);
+
+    const auto stepped = cpp_logits(m.m, toks, f32_params(256, 512, true), 1);
+    CHECK(max_rel_err(stepped, ref, n_vocab) < 1e-4);
+    MESSAGE(path << ": rel err one batch " << e1);
+}
+
+}  // namespace
+
+TEST_CASE("llama2 shape (MHA): prompt, split batches, single steps match the numpy reference") {
+    const std::string p = gen_model("l2_f32", std::string(k_llama2_args) + " --outtype f32 --seed 1");
+    check_against_reference(p, 10, 1);
+}
+
+TEST_CASE("use_mmap = false (weights copied into a CPU buffer) gives the same logits as the mmap path") {
+    const std::string p = gen_model("l2_f32", std::string(k_llama2_args) + " --outtype f32 --seed 1");
+    model_ptr m(p);
+    std::string err;
+    llm_model_params mp;
+    mp.use_mmap = false;
+    int n_progress = 0;
+    float last_progress = 0;
+    mp.progress = [&](float f) { ++n_progress; last_progress = f; return true; };
+    llm_model * mc = llm_model_load(p.c_str(), mp, &err);
+    REQUIRE_MESSAGE(mc != nullptr, err);
+    CHECK(n_progress > 0);
+    CHECK(last_progress == 1.0f);
+    const int n_vocab = llm_model_hparams(m.m).n_vocab;
+    const auto toks = random_tokens(12, n_vocab, 21);
+    const auto a = cpp_logits(m.m, toks, f32_params(64, 5, true));
+    const auto b = cpp_logits(mc, toks, f32_params(64, 5, true));
+    CHECK(a == b);
+    CHECK(llm_model_n_params(mc) == llm_model_n_params(m.m));
+    CHECK(llm_model_desc(mc).find("llama") == 0);
+    llm_model_free(mc);
+
+    mp.progress = [](float) { return false; };  // cancelled load: a clean error
+    CHECK(llm_model_load(p.c_str(), mp, &err) == nullptr);
+    CHECK(err.find("cancelled") != std::string::npos);
+}
+
+TEST_CASE("llama3 shape (GQA 8/2, theta 500000), untied, tied, rope_freqs match the numpy reference") {
+    check_against_reference(gen_model("l3_f32", std::string(k_llama3_args) + " --outtype f32 --seed 2"), 10, 2);
+    check_against_reference(gen_model("l3_tied", std::string(k_llama3_args) + " --outtype f32 --tied --seed 3"), 10,
+                            3);
+    check_against_reference(gen_model("l3_rf", std::string(k_llama3_args) + " --outtype f32 --rope-freqs --seed 4"),
+                            10, 4);
+}
+
+TEST_CASE("decode one token at a time deep into the cache (200 tokens) matches the reference") {
+    for (const char * name : {"l2_f32", "l3_rf"}) {
+        const std::string p = std::string(name) == "l2_f32"
+                                  ? gen_model("l2_f32", std::string(k_llama2_args) + " --outtype f32 --seed 1")
+                                  : gen_model("l3_rf", std::string(k_llama3_args) + " --outtype f32 --rope-freqs --seed 4");
+        model_ptr m(p);
+        const int n_vocab = llm_model_hparams(m.m).n_vocab;
+        const int n = 200;
+        const auto toks = random_tokens(n, n_vocab, 7);
+        const auto ref = ref_logits(p, toks, n_vocab);
+        ctx_ptr c(m.m, f32_params(256, 64, false));
+        std::string err;
+        double worst = 0;
+        // a prompt of 10, then single tokens; compare every position from 10 on
+        REQUIRE_MESSAGE(llm_decode(c.c, toks.data(), 10, &err), err);
+        worst = rel_err(llm_get_logits(c.c), ref.data() + 9 * n_vocab, n_vocab);
+        for (int i = 10; i < n; ++i) {
+            REQUIRE_MESSAGE(llm_decode(c.c, toks.data() + i, 1, &err), err);
+            const float * l = llm_get_logits(c.c);
+            worst = std::max(worst, rel_err(l, ref.data() + (size_t) i * n_vocab, n_vocab));
+            // the in-graph argmax agrees with the host logits
+            const int32_t am = llm_argmax_last(c.c);
+            REQUIRE(am >= 0);
+            CHECK(l[am] == *std::max_element(l, l + n_vocab));
+        }
+        CHECK(llm_n_past(c.c) == n);
+        MESSAGE(std::string(name) << ": decode to 200, worst rel err " << worst);
+        CHECK(worst < 1e-4);
+    }
+}
+
+TEST_CASE("flash attention equals the mul_mat path; f16 cache and q8_0 weights within tolerance") {
+    const std::string p = gen_model("l3_f32", std::string(k_llama3_args) + " --outtype f32 --seed 2");
+    model_ptr m(p);
+    const int n_vocab = llm_model_hparams(m.m).n_vocab;
+    const auto toks = random_tokens(40, n_vocab, 11);
+    // 30 tokens in batches of 8, then 10 single steps
+    auto run = [&](llm_model * mm, llm_context_params cp) {
+        cp.all_logits = true;
+        ctx_ptr c(mm, cp);
+        std::vector<float> out;
+        std::string err;
+        REQUIRE_MESSAGE(llm_decode(c.c, toks.data(), 30, &err), err);
+        for (int i = 0; i < 30; ++i) out.insert(out.end(), llm_get_logits_ith(c.c, i), llm_get_logits_ith(c.c, i) + n_vocab);
+        for (int i = 30; i < 40; ++i) {
+            REQUIRE_MESSAGE(llm_decode(c.c, toks.data() + i, 1, &err), err);
+            out.insert(out.end(), llm_get_logits(c.c), llm_get_logits(c.c) + n_vocab);
+        }
+        return out;
+    };
+    llm_context_params cp = f32_params(64, 8, true);
+    const auto base = run(m.m, cp);
+    cp.flash_attn = true;
+    const auto fa = run(m.m, cp);
+    const double e_fa = max_rel_err(fa, base, n_vocab);
+    CHECK(e_fa < 1e-5);
+
+    cp.flash_attn = false;
+    cp.cache_type = LLM_CACHE_F16;
+    const auto f16 = run(m.m, cp);
+    const double e_f16 = max_rel_err(f16, base, n_vocab);
+    CHECK(e_f16 < 2e-3);  // K/V rounded to 11 bits
+    cp.flash_attn = true;
+    const auto f16_fa = run(m.m, cp);
+    const double e_f16_fa = max_rel_err(f16_fa, f16, n_vocab);
+    CHECK(e_f16_fa < 1e-3);  // the two paths round different intermediates to f16
+
+    // q8_0 weights (same seed: the same f32 weights, quantized) vs the f32 model, and vs the reference of the
+    // q8_0 file itself (dequantized weights in float64; the C++ side also quantizes activations to q8_1)
+    const std::string pq = gen_model("l3_q8", std::string(k_llama3_args) + " --outtype q8_0 --seed 2");
+    model_ptr mq(pq);
+    const auto q8 = run(mq.m, f32_params(64, 8, true));
+    const double e_q8 = max_rel_err(q8, base, n_vocab);
+    CHECK(e_q8 < 3e-2);
+    const auto ref_q8 = ref_logits(pq, toks, n_vocab);
+    const double e_q8_ref = max_rel_err(q8, ref_q8, n_vocab);
+    CHECK(e_q8_ref < 2e-2);
+    MESSAGE("flash vs mul_mat " << e_fa << ", f16 cache vs f32 " << e_f16 << ", f16 flash vs f16 mul_mat " << e_f16_fa
+                                << ", q8_0 vs f32 " << e_q8
+                                << ", q8_0 vs its reference " << e_q8_ref);
+}
+
+TEST_CASE("context shift: removing cells re-rotates the moved keys (1 layer: exact vs the reference)") {
+    // With one layer, the cached K/V of a token depend only on the token and its position, so after
+    // removing [p0, p1) the cache equals the cache of the shortened sequence.
+    const std::string p = gen_model("l3_1layer",
+                                    "--n-embd 128 --n-ff 320 --n-layer 1 --n-head 8 --n-head-kv 2 --n-vocab 300 "
+                                    "--vocab none --theta 10000 --rope-freqs --ctx 512 --outtype f32 --seed 5");
+    model_ptr m(p);
+    const int n_vocab = llm_model_hparams(m.m).n_vocab;
+    const auto toks = random_tokens(21, n_vocab, 13);
+    for (int variant = 0; variant < 4; ++variant) {
+        const bool fa = variant & 1, f16 = variant & 2;
+        llm_context_params cp = f32_params(64, 16, false);
+        cp.flash_attn = fa;
+        if (f16) cp.cache_type = LLM_CACHE_F16;
+        ctx_ptr c(m.m, cp);
+        std::string err;
+        REQUIRE_MESSAGE(llm_decode(c.c, toks.data(), 20, &err), err);
+        llm_kv_remove(c.c, 4, 9);
+        CHECK(llm_n_past(c.c) == 15);
+        REQUIRE_MESSAGE(llm_decode(c.c, toks.data() + 20, 1, &err), err);
+        std::vector<int32_t> shortened(toks.begin(), toks.begin() + 4);
+        shortened.insert(shortened.end(), toks.begin() + 9, toks.end());
+        const auto ref = ref_logits(p, shortened, n_vocab);
+        const double e = rel_err(llm_get_logits(c.c), ref.data() + (shortened.size() - 1) * n_vocab, n_vocab);
+        MESSAGE("context shift (flash_attn " << fa << ", cache " << (f16 ? "f16" : "f32") << "): rel err " << e);
+        CHECK(e < (f16 ? 2e-3 : 1e-4));
+        // removing the tail only truncates; clearing empties
+        llm_kv_remove(c.c, 10, 1000);
+        CHECK(llm_n_past(c.c) == 10);
+        llm_kv_clear(c.c);
+        CHECK(llm_n_past(c.c) == 0);
+    }
+}
+
+TEST_CASE("decode errors: context overflow and bad token ids are clean errors") {
+    const std::string p = gen_model("l2_f32", std::string(k_llama2_args) + " --outtype f32 --seed 1");
+    model_ptr m(p);
+    ctx_ptr c(m.m, f32_params(16, 8, false));
+    std::string err;
+    std::vector<int32_t> toks(17, 5);
+    CHECK_FALSE(llm_decode(c.c, toks.data(), 17, &err));
+    CHECK(err.find("context full") != std::string::npos);
+    CHECK(llm_n_past(c.c) == 0);
+    toks[3] = 256;
+    CHECK_FALSE(llm_decode(c.c, toks.data(), 4, &err));
+    CHECK(err.find("256") != std::string::npos);
+    CHECK(llm_n_past(c.c) == 0);
+    REQUIRE_MESSAGE(llm_decode(c.c, toks.data(), 3, &err), err);
+    CHECK(llm_n_past(c.c) == 3);
+}
+
+TEST_CASE("stories260K: greedy decode reproduces the published sample") {
+    const std::string path = llm_shared_path("models/stories260K.gguf");
+    if (access(path.c_str(), R_OK) != 0) {
+        MESSAGE("SKIPPED: " << path << " not found");
+        return;
+    }
+    model_ptr m(path);
+    const llm_vocab & vocab = llm_model_get_vocab(m.m);
+    std::vector<int32_t> ids = llm_tokenize(vocab, "Once upon a time", true, false);
+    REQUIRE(!ids.empty());
+    CHECK(ids[0] == vocab.bos);
+    llm_context_params cp;
+    cp.n_ctx = 128;
+    cp.n_threads = 2;
+    ctx_ptr c(m.m, cp);
+    std::string err;
+    REQUIRE_MESSAGE(llm_decode(c.c, ids.data(), (int) ids.size(), &err), err);
+    for (int i = 0; i < 40; ++i) {
+        const int32_t next = llm_argmax_last(c.c);
+        CHECK(next == std::max_element(llm_get_logits(c.c), llm_get_logits(c.c) + vocab.n_vocab()) -
+                          llm_get_logits(c.c));
+        ids.push_back(next);
+        REQUIRE_MESSAGE(llm_decode(c.c, &next, 1, &err), err);
+    }
+    // without the BOS, the first piece loses the SentencePiece space prefix (as llama.cpp detokenizes)
+    const std::string text = llm_detokenize(vocab, std::vector<int32_t>(ids.begin() + 1, ids.end()));
+    const std::string want = "Once upon a time, there was a little girl named Lily. She loved to play outside in the park.";
+    INFO("generated: " << text);
+    CHECK(text.rfind(want, 0) == 0);
+}
+
+// ---- bad input ------------------------------------------------------------------------------------------
+
+namespace {
+
+std::string load_error(const std::string & path) {
+    std::string err;
+    llm_model_params mp;
+    llm_model * m = llm_model_load(path.c_str(), mp, &err);
+    llm_model_free(m);
+    CHECK(m == nullptr);
+    CHECK(!err.empty());
+    CHECK(err.find('\n') == std::string::npos);  // one line
+    return err;
+}
+
+// Copy src (a small model) to dst, dropping tensor `drop` and replacing tensor `replace` by `repl`.
+void rewrite_model(const std::string & src, const std::string & dst, const char * drop, ggml_tensor * repl,
+                   const char * arch = nullptr) {
+    ggml_context * meta = nullptr;
+    std::string err;
+    gguf_context * g = gguf_init_from_file(src.c_str(), {false, &meta}, &err);
+    REQUIRE_MESSAGE(g, err);
+    gguf_context * out = gguf_init_empty();
+    gguf_set_kv(out, g);
+    if (arch) gguf_set_val_str(out, "general.architecture", arch);
+    for (int64_t i = 0; i < gguf_get_n_tensors(g); ++i) {
+        const char * name = gguf_get_tensor_name(g, i);
+        if (drop && std::string(name) == drop) continue;
+        if (repl && std::string(name) == repl->name) {
+            gguf_add_tensor(out, repl);
+        } else {
+            gguf_add_tensor(out, ggml_get_tensor(meta, name));
+        }
+    }
+    REQUIRE_MESSAGE(gguf_write_to_file(out, dst.c_str(), false, &err), err);
+    gguf_free(out);
+    ggml_free(meta);
+    gguf_free(g);
+}
+
+}  // namespace
+
+TEST_CASE("loader errors: missing file, not a GGUF, unknown architecture, missing tensor, wrong shape, bad type") {
+    const std::string base = gen_model("l2_f32", std::string(k_llama2_args) + " --outtype f32 --seed 1");
+    const std::string dir = tmp().path;
+
+    CHECK(load_error(dir + "/does-not-exist.gguf").find("does-not-exist.gguf") != std::string::npos);
+
+    {
+        std::ofstream(dir + "/text.gguf") << "this is not a gguf file, just some text\n";
+        load_error(dir + "/text.gguf");
+    }
+    {
+        rewrite_model(base, dir + "/arch.gguf", nullptr, nullptr, "gpt2");
+        const std::string e = load_error(dir + "/arch.gguf");
+        CHECK_MESSAGE(e.find("unknown architecture 'gpt2'") != std::string::npos, e);
+    }
+    {
+        rewrite_model(base, dir + "/missing.gguf", "blk.1.ffn_up.weight", nullptr);
+        const std::string e = load_error(dir + "/missing.gguf");
+        CHECK_MESSAGE(e.find("missing tensor 'blk.1.ffn_up.weight'") != std::string::npos, e);
+    }
+    ggml_context * ctx = ggml_init({4 * 1024 * 1024, nullptr, false});
+    {
+        ggml_tensor * t = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 32);
+        for (int64_t i = 0; i < ggml_nelements(t); ++i) ((float *) t->data)[i] = 0.01f * (i % 7);
+        ggml_set_name(t, "blk.0.attn_k.weight");
+        rewrite_model(base, dir + "/shape.gguf", nullptr, t);
+        const std::string e = load_error(dir + "/shape.gguf");
+        CHECK_MESSAGE(e.find("blk.0.attn_k.weight") != std::string::npos, e);
+        CHECK_MESSAGE(e.find("[64, 32]") != std::string::npos, e);
+        CHECK_MESSAGE(e.find("[64, 64]") != std::string::npos, e);
+    }
+    {
+        ggml_tensor * t = ggml_new_tensor_2d(ctx, GGML_TYPE_Q8_1, 64, 64);
+        memset(t->data, 0, ggml_nbytes(t));
+        ggml_set_name(t, "blk.1.attn_q.weight");
+        rewrite_model(base, dir + "/type.gguf", nullptr, t);
+        const std::string e = load_error(dir + "/type.gguf");
+        CHECK_MESSAGE(e.find("blk.1.attn_q.weight") != std::string::npos, e);
+        CHECK_MESSAGE(e.find("q8_1") != std::string::npos, e);
+    }
+    {
+        ggml_tensor * t = ggml_new_tensor_1d(ctx, GGML_TYPE_F16, 64);
+        memset(t->data, 0, ggml_nbytes(t));
+        ggml_set_name(t, "output_norm.weight");
+        rewrite_model(base, dir + "/norm_type.gguf", nullptr, t);
+        const std::string e = load_error(dir + "/norm_type.gguf");
+        CHECK_MESSAGE(e.find("output_norm.weight") != std::string::npos, e);
+    }
+    ggml_free(ctx);
+}
