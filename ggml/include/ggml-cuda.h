@@ -1,0 +1,34 @@
+// ggml-cuda.h - the CUDA backend: device buffers, pinned host buffers, and a backend that runs
+// graphs on one GPU (kernels per op family in ggml/src/cuda/, cuBLAS for prefill mat-muls,
+// CUDA graphs for repeated decode steps).
+//
+//   if (ggml_backend_cuda_get_device_count() > 0) {
+//       ggml_backend_t cuda = ggml_backend_cuda_init(0);        // nullptr (+ logged reason) on failure
+//       ggml_backend_buffer_t w = ggml_backend_alloc_ctx_tensors(wctx, cuda);  // weights in VRAM
+//       ...
+//       ggml_backend_graph_compute(cuda, gf);
+//       ggml_backend_free(cuda);
+//   }
+//
+// Environment: GGML_CUDA_DISABLE_GRAPHS=1 turns CUDA-graph capture/replay off (read at init).
+#pragma once
+
+#include "ggml-backend.h"
+
+#include <cstddef>
+
+// nullptr (with a logged reason) if the device does not exist or CUDA cannot be initialised.
+ggml_backend_t ggml_backend_cuda_init(int device);
+// Number of usable CUDA devices; 0 without a GPU or driver (never aborts).
+int ggml_backend_cuda_get_device_count();
+// Device memory of `device`; nullptr for a device that does not exist.
+ggml_backend_buffer_type_t ggml_backend_cuda_buffer_type(int device);
+// Page-locked host memory (fast H2D/D2H copies); usable by the CPU backend.
+ggml_backend_buffer_type_t ggml_backend_cuda_host_buffer_type();
+// Free and total bytes of device memory (both 0 if the device cannot be queried).
+void ggml_backend_cuda_get_device_memory(int device, size_t * free, size_t * total);
+bool ggml_backend_is_cuda(ggml_backend_t backend);
+
+// CUDA-graph counters of a CUDA backend since init: launches of an unchanged graph (replay),
+// re-captures folded into an existing executable (update), and fresh instantiations.
+void ggml_backend_cuda_get_graph_stats(ggml_backend_t backend, int * n_replay, int * n_update, int * n_instantiate);

@@ -1,0 +1,49 @@
+// argmax.cu - see argmax.cuh. One block per row; (value, index) reduced by shuffles.
+#include "argmax.cuh"
+
+static __device__ __forceinline__ void argmax_merge(float & v, int & i, float v2, int i2) {
+    if (v2 > v || (v2 == v && i2 < i) || (v != v && v2 == v2)) {
+        v = v2;
+        i = i2;
+    }
+}
+
+static __global__ void k_argmax(const char * x, int32_t * y, cuda_shape xs) {
+    __shared__ float s_v[32];
+    __shared__ int s_i[32];
+    const char * xr = x + blockIdx.x * xs.nb[1];
+    float best = -INFINITY;
+    int bi = INT_MAX;
+    for (int64_t i = threadIdx.x; i < xs.ne[0]; i += blockDim.x)
+        argmax_merge(best, bi, *(const float *)(xr + i * xs.nb[0]), (int)i);
+    for (int o = 16; o > 0; o >>= 1) {
+        const float v2 = __shfl_xor_sync(0xffffffff, best, o);
+        const int i2 = __shfl_xor_sync(0xffffffff, bi, o);
+        argmax_merge(best, bi, v2, i2);
+    }
+    const int w = threadIdx.x / 32, l = threadIdx.x % 32, nw = blockDim.x / 32;
+    if (l == 0) {
+        s_v[w] = best;
+        s_i[w] = bi;
+    }
+    __syncthreads();
+    if (w == 0) {
+        best = l < nw ? s_v[l] : -INFINITY;
+        bi = l < nw ? s_i[l] : INT_MAX;
+        for (int o = 16; o > 0; o >>= 1) {
+            const float v2 = __shfl_xor_sync(0xffffffff, best, o);
+            const int i2 = __shfl_xor_sync(0xffffffff, bi, o);
+            argmax_merge(best, bi, v2, i2);
+        }
+        if (l == 0) y[blockIdx.x] = bi == INT_MAX ? 0 : bi;
+    }
+}
+
+GGML_CUDA_OP(argmax) {
+    const ggml_tensor * x = dst->src[0];
+    GGML_ASSERT(x->type == GGML_TYPE_F32 && dst->type == GGML_TYPE_I32 && ggml_is_contiguous(dst));
+    const int64_t rows = x->ne[1];
+    if (rows == 0) return;
+    k_argmax<<<rows, 256, 0, ctx.stream>>>((const char *)x->data, (int32_t *)dst->data, cuda_shape_of(x));
+    CUDA_CHECK_LAUNCH();
+}

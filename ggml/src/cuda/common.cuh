@@ -1,0 +1,173 @@
+// common.cuh - shared pieces of the CUDA backend: error checks, the backend context (stream,
+// cuBLAS handle, scratch pool), a by-value tensor shape for kernels, warp/block reductions.
+#pragma once
+
+#include "ggml-impl.h"
+
+#include <cstdint>
+#include <cublas_v2.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <vector>
+
+// Bugs abort naming the call and file:line.
+#define CUDA_CHECK(call)                                                                                               \
+    do {                                                                                                               \
+        cudaError_t err_ = (call);                                                                                     \
+        if (err_ != cudaSuccess)                                                                                       \
+            ggml_abort(__FILE__, __LINE__, "CUDA error: %s failed: %s", #call, cudaGetErrorString(err_));              \
+    } while (0)
+
+#define CUBLAS_CHECK(call)                                                                                             \
+    do {                                                                                                               \
+        cublasStatus_t st_ = (call);                                                                                   \
+        if (st_ != CUBLAS_STATUS_SUCCESS)                                                                              \
+            ggml_abort(__FILE__, __LINE__, "cuBLAS error: %s failed: %s", #call, cublasGetStatusString(st_));          \
+    } while (0)
+
+// After every kernel launch.
+#define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
+
+#define WARP_SIZE 32
+
+// Scratch memory for one graph_compute: a bump allocator over one device block. Addresses are
+// stable between calls with the same sequence of requests (CUDA graphs rely on that). When a
+// request does not fit, an extra block is taken and, at the end of the graph, everything is
+// merged into one larger block (grew() tells the caller captured graphs are stale).
+struct ggml_cuda_pool {
+    int device = 0;
+    char * base = nullptr;
+    size_t size = 0, used = 0, peak = 0;
+    std::vector<void *> extra; // overflow blocks of this graph
+    bool grown = false;
+
+    void * alloc(size_t n) {
+        n = (n + 255) & ~size_t(255);
+        void * p;
+        if (used + n <= size) {
+            p = base + used;
+        } else {
+            CUDA_CHECK(cudaMalloc(&p, n));
+            extra.push_back(p);
+        }
+        used += n;
+        if (used > peak) peak = used;
+        return p;
+    }
+    void reset() { used = 0; }
+    // after the stream is idle: fold overflow blocks into one block of the peak size
+    bool settle() {
+        if (extra.empty()) return false;
+        for (void * p : extra)
+            CUDA_CHECK(cudaFree(p));
+        extra.clear();
+        if (base) CUDA_CHECK(cudaFree(base));
+        size = peak + peak / 8;
+        CUDA_CHECK(cudaMalloc((void **)&base, size));
+        return true;
+    }
+    void release() {
+        for (void * p : extra)
+            cudaFree(p);
+        extra.clear();
+        if (base) cudaFree(base);
+        base = nullptr;
+        size = used = 0;
+    }
+};
+
+struct ggml_cuda_graph_cache; // ggml-cuda.cu
+struct ggml_cuda_profile;     // ggml-cuda.cu
+
+struct ggml_cuda_context {
+    int device = 0;
+    char name[16] = {0};
+    cudaStream_t stream = nullptr;
+    cublasHandle_t cublas = nullptr;
+    void * cublas_ws = nullptr;
+    ggml_cuda_pool pool;
+    int n_sm = 0;
+    bool use_graphs = true;
+    bool use_fusion = true;
+    bool mmvq_v1 = false; // GGML_CUDA_MMVQ_V1=1: the first mmvq kernel (for comparisons)
+    ggml_cuda_graph_cache * graphs = nullptr;
+    ggml_cuda_profile * prof = nullptr; // GGML_CUDA_PROFILE=1: per-op GPU times, printed at free
+};
+
+// Shape and byte strides, passed by value to kernels.
+struct cuda_shape {
+    int64_t ne[4];
+    int64_t nb[4];
+};
+inline cuda_shape cuda_shape_of(const ggml_tensor * t) {
+    cuda_shape s;
+    for (int i = 0; i < 4; ++i) {
+        s.ne[i] = t->ne[i];
+        s.nb[i] = (int64_t)t->nb[i];
+    }
+    return s;
+}
+
+static __device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffff, v, o);
+    return v;
+}
+static __device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffff, v, o));
+    return v;
+}
+// Block-wide sum/max (blockDim.x a multiple of 32, <= 1024); every thread gets the result.
+static __device__ __forceinline__ float block_sum(float v, float * s_tmp /* [32] */) {
+    v = warp_sum(v);
+    if (blockDim.x == WARP_SIZE) return v;
+    const int w = threadIdx.x / WARP_SIZE, l = threadIdx.x % WARP_SIZE;
+    __syncthreads();
+    if (l == 0) s_tmp[w] = v;
+    __syncthreads();
+    v = l < (int)(blockDim.x / WARP_SIZE) ? s_tmp[l] : 0.0f;
+    return warp_sum(v);
+}
+static __device__ __forceinline__ float block_max(float v, float * s_tmp /* [32] */) {
+    v = warp_max(v);
+    if (blockDim.x == WARP_SIZE) return v;
+    const int w = threadIdx.x / WARP_SIZE, l = threadIdx.x % WARP_SIZE;
+    __syncthreads();
+    if (l == 0) s_tmp[w] = v;
+    __syncthreads();
+    v = l < (int)(blockDim.x / WARP_SIZE) ? s_tmp[l] : -INFINITY;
+    return warp_max(v);
+}
+
+// element loads/stores of the supported float types
+template <typename T> static __device__ __forceinline__ float to_f32(T v);
+template <> __device__ __forceinline__ float to_f32<float>(float v) { return v; }
+template <> __device__ __forceinline__ float to_f32<half>(half v) { return __half2float(v); }
+template <typename T> static __device__ __forceinline__ T from_f32(float v);
+template <> __device__ __forceinline__ float from_f32<float>(float v) { return v; }
+template <> __device__ __forceinline__ half from_f32<half>(float v) { return __float2half(v); }
+
+// device-side q8 blocks (same bytes as block_q8_0 / block_q8_1)
+struct cuda_block_q8_0 {
+    half d;
+    int8_t qs[32];
+};
+struct cuda_block_q8_1 {
+    half2 ds; // d, d*sum(qs)
+    int8_t qs[32];
+};
+static_assert(sizeof(cuda_block_q8_0) == 34 && sizeof(cuda_block_q8_1) == 36, "q8 block sizes");
+
+inline int64_t cuda_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// elementwise grid: x covers ne0 in blocks of bs (so one long row still fills the GPU), y the rows
+inline dim3 ew_grid(int64_t ne0, int64_t rows, int bs) {
+    const int64_t gx = cuda_ceil_div(ne0, bs);
+    return dim3((unsigned)(gx < 65535 ? gx : 65535), (unsigned)(rows < 65535 ? rows : 65535));
+}
+
+// Every op: void ggml_cuda_op_<name>(ggml_cuda_context & ctx, ggml_tensor * dst);
+#define GGML_CUDA_OP(name) void ggml_cuda_op_##name(ggml_cuda_context & ctx, ggml_tensor * dst)

@@ -1,0 +1,163 @@
+// cpy.cu - see cpy.cuh.
+#include "cpy.cuh"
+
+// flat element index -> byte offset in a strided tensor
+static __device__ __forceinline__ int64_t flat_offset(int64_t i, const cuda_shape & s) {
+    const int64_t i0 = i % s.ne[0];
+    i /= s.ne[0];
+    const int64_t i1 = i % s.ne[1];
+    i /= s.ne[1];
+    const int64_t i2 = i % s.ne[2];
+    const int64_t i3 = i / s.ne[2];
+    return i0 * s.nb[0] + i1 * s.nb[1] + i2 * s.nb[2] + i3 * s.nb[3];
+}
+
+template <typename Ts, typename Td>
+static __global__ void k_cpy(const char * src, char * dst, cuda_shape ss, cuda_shape ds, int64_t n) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const Ts v = *(const Ts *)(src + flat_offset(i, ss));
+    *(Td *)(dst + flat_offset(i, ds)) = from_f32<Td>(to_f32<Ts>(v));
+}
+
+// Quantized shapes: ne0 counts elements, nb0 is the block size; block b covers elements 32b..32b+31.
+static __device__ __forceinline__ int64_t flat_block_offset(int64_t b, const cuda_shape & s) {
+    const int64_t nbl = s.ne[0] / 32;
+    const int64_t i0 = b % nbl;
+    b /= nbl;
+    const int64_t i1 = b % s.ne[1];
+    b /= s.ne[1];
+    const int64_t i2 = b % s.ne[2];
+    const int64_t i3 = b / s.ne[2];
+    return i0 * s.nb[0] + i1 * s.nb[1] + i2 * s.nb[2] + i3 * s.nb[3];
+}
+
+// float -> q8_0: one warp per block, one lane per value
+template <typename Ts>
+static __global__ void k_quantize_q8_0(const char * src, char * dst, cuda_shape ss, cuda_shape ds, int64_t nblk) {
+    const int64_t b = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    const int l = threadIdx.x % 32;
+    if (b >= nblk) return;
+    const float x = to_f32<Ts>(*(const Ts *)(src + flat_offset(b * 32 + l, ss)));
+    const float amax = warp_max(fabsf(x));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    cuda_block_q8_0 * y = (cuda_block_q8_0 *)(dst + flat_block_offset(b, ds));
+    y->qs[l] = (int8_t)roundf(x * id);
+    if (l == 0) y->d = __float2half_rn(d);
+}
+
+// q8_0 -> float: one thread per value
+template <typename Td>
+static __global__ void k_dequantize_q8_0(const char * src, char * dst, cuda_shape ss, cuda_shape ds, int64_t n) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const cuda_block_q8_0 * x = (const cuda_block_q8_0 *)(src + flat_block_offset(i / 32, ss));
+    *(Td *)(dst + flat_offset(i, ds)) = from_f32<Td>(__half2float(x->d) * x->qs[i % 32]);
+}
+
+static __global__ void k_copy_q8_0(const char * src, char * dst, cuda_shape ss, cuda_shape ds, int64_t nblk) {
+    const int64_t b = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= nblk) return;
+    const char * x = src + flat_block_offset(b, ss);
+    char * y = dst + flat_block_offset(b, ds);
+    for (int j = 0; j < 34; ++j)
+        y[j] = x[j];
+}
+
+// q8_0 -> f16, both dense (the prefill weight dequantization): one thread per 8 values, one
+// 16-byte store each
+static __global__ void k_dequantize_q8_0_f16_dense(const char * src, uint4 * dst, int64_t n8) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n8) return;
+    const char * blk = src + (i / 4) * 34;
+    const float d = __half2float(*(const half *)blk);
+    const uint16_t * q16 = (const uint16_t *)(blk + 2) + (i % 4) * 4;
+    uint4 out;
+    half2 * h = (half2 *)&out;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const uint16_t v = q16[j];
+        h[j] = __floats2half2_rn(d * (float)(int8_t)(v & 0xff), d * (float)(int8_t)(v >> 8));
+    }
+    dst[i] = out;
+}
+
+cuda_shape ggml_cuda_contig_shape(ggml_type type, const int64_t * ne) {
+    cuda_shape s;
+    for (int i = 0; i < 4; ++i)
+        s.ne[i] = ne[i];
+    s.nb[0] = (int64_t)ggml_type_size(type);
+    s.nb[1] = s.nb[0] * ne[0] / ggml_blck_size(type);
+    s.nb[2] = s.nb[1] * ne[1];
+    s.nb[3] = s.nb[2] * ne[2];
+    return s;
+}
+
+static bool is_float(ggml_type t) { return t == GGML_TYPE_F32 || t == GGML_TYPE_F16; }
+
+bool ggml_cuda_cpy_supported(ggml_type st, ggml_type dt, const ggml_tensor * s, const ggml_tensor * d) {
+    if (!(is_float(st) || st == GGML_TYPE_Q8_0) || !(is_float(dt) || dt == GGML_TYPE_Q8_0)) return false;
+    if (st == GGML_TYPE_Q8_0 && s->ne[0] % 32 != 0) return false;
+    if (dt == GGML_TYPE_Q8_0 && d->ne[0] % 32 != 0) return false;
+    return true;
+}
+
+static bool same_layout(const cuda_shape & a, const cuda_shape & b) {
+    for (int i = 0; i < 4; ++i)
+        if (a.ne[i] != b.ne[i] || (a.ne[i] > 1 && a.nb[i] != b.nb[i])) return false;
+    return true;
+}
+
+void ggml_cuda_convert(ggml_cuda_context & ctx, const ggml_tensor * src, void * dst, ggml_type dt,
+                       const cuda_shape & ds) {
+    const cuda_shape ss = cuda_shape_of(src);
+    const ggml_type st = src->type;
+    const int64_t n = ggml_nelements(src);
+    if (n == 0) return;
+    cudaStream_t stream = ctx.stream;
+    const char * s = (const char *)src->data;
+    char * d = (char *)dst;
+    // both dense with the same layout: one memcpy
+    if (st == dt && ggml_is_contiguous(src) && same_layout(ss, ggml_cuda_contig_shape(dt, ds.ne)) &&
+        same_layout(ds, ggml_cuda_contig_shape(dt, ds.ne))) {
+        CUDA_CHECK(cudaMemcpyAsync(d, s, ggml_nbytes(src), cudaMemcpyDeviceToDevice, stream));
+        return;
+    }
+    const int bs = 256;
+    if (st == GGML_TYPE_Q8_0 && dt == GGML_TYPE_F16 && ggml_is_contiguous(src) &&
+        same_layout(ds, ggml_cuda_contig_shape(dt, ds.ne)) && (uintptr_t)d % 16 == 0) {
+        k_dequantize_q8_0_f16_dense<<<cuda_ceil_div(n / 8, bs), bs, 0, stream>>>(s, (uint4 *)d, n / 8);
+    } else if (st == GGML_TYPE_Q8_0 && dt == GGML_TYPE_Q8_0) {
+        k_copy_q8_0<<<cuda_ceil_div(n / 32, bs), bs, 0, stream>>>(s, d, ss, ds, n / 32);
+    } else if (dt == GGML_TYPE_Q8_0) {
+        const int64_t nblk = n / 32, grid = cuda_ceil_div(nblk, bs / 32);
+        if (st == GGML_TYPE_F32)
+            k_quantize_q8_0<float><<<grid, bs, 0, stream>>>(s, d, ss, ds, nblk);
+        else
+            k_quantize_q8_0<half><<<grid, bs, 0, stream>>>(s, d, ss, ds, nblk);
+    } else if (st == GGML_TYPE_Q8_0) {
+        if (dt == GGML_TYPE_F32)
+            k_dequantize_q8_0<float><<<cuda_ceil_div(n, bs), bs, 0, stream>>>(s, d, ss, ds, n);
+        else
+            k_dequantize_q8_0<half><<<cuda_ceil_div(n, bs), bs, 0, stream>>>(s, d, ss, ds, n);
+    } else if (st == GGML_TYPE_F32 && dt == GGML_TYPE_F32) {
+        k_cpy<float, float><<<cuda_ceil_div(n, bs), bs, 0, stream>>>(s, d, ss, ds, n);
+    } else if (st == GGML_TYPE_F32 && dt == GGML_TYPE_F16) {
+        k_cpy<float, half><<<cuda_ceil_div(n, bs), bs, 0, stream>>>(s, d, ss, ds, n);
+    } else if (st == GGML_TYPE_F16 && dt == GGML_TYPE_F32) {
+        k_cpy<half, float><<<cuda_ceil_div(n, bs), bs, 0, stream>>>(s, d, ss, ds, n);
+    } else if (st == GGML_TYPE_F16 && dt == GGML_TYPE_F16) {
+        k_cpy<half, half><<<cuda_ceil_div(n, bs), bs, 0, stream>>>(s, d, ss, ds, n);
+    } else {
+        GGML_ABORT("cuda cpy: unsupported %s -> %s", ggml_type_name(st), ggml_type_name(dt));
+    }
+    CUDA_CHECK_LAUNCH();
+}
+
+GGML_CUDA_OP(cpy) {
+    // dst is a view of src1: write through dst's own shape/strides
+    ggml_cuda_convert(ctx, dst->src[0], dst->data, dst->type, cuda_shape_of(dst));
+}
+
+GGML_CUDA_OP(dup) { ggml_cuda_convert(ctx, dst->src[0], dst->data, dst->type, cuda_shape_of(dst)); }

@@ -1,0 +1,208 @@
+// fattn.cu - see fattn.cuh.
+// Block = FA_WARPS warps; each warp owns one query row (token t, head h); the block's queries
+// share one kv head, so a K/V tile of 32 keys (in shared memory, as f32) serves all of them.
+// Scores: lane j takes key j of the tile (full dot over D from shared memory). Softmax is online
+// (running max m and sum l per query). PV: lane owns dims lane, lane+32, ...
+#include "fattn.cuh"
+
+#define FA_WARPS 8
+#define FA_TILE 32
+
+struct fa_params {
+    const char * q;
+    const char * k;
+    const char * v;
+    const char * mask;
+    float * dst;  // final output (n_split == 1)
+    float * part; // [n_split][n_q][D] partial accumulators (n_split > 1)
+    float2 * ml;  // [n_split][n_q] (m, l)
+    cuda_shape qs, ks, vs, ms, ds;
+    int D, n_kv, n_tokens, n_head, r, n_split, kv_per_split, causal_n_past, mask_f16;
+    float scale;
+};
+
+template <typename T> static __global__ void __launch_bounds__(FA_WARPS * 32) k_fattn(fa_params p) {
+    extern __shared__ float smem[];
+    const int D = p.D, DP = D + 1;
+    float * Ks = smem;              // [FA_TILE][D+1]
+    float * Vs = Ks + FA_TILE * DP; // [FA_TILE][D]
+    float * Qs = Vs + FA_TILE * D;  // [FA_WARPS][D]
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int hk = blockIdx.y, split = blockIdx.z;
+    const int n_q = p.n_tokens * p.r;            // queries of this kv head
+    const int qi = blockIdx.x * FA_WARPS + warp; // t * r + (h - hk*r)
+    const bool active = qi < n_q;
+    const int t = active ? qi / p.r : 0;
+    const int h = hk * p.r + (active ? qi % p.r : 0);
+
+    for (int d = lane; d < D; d += 32)
+        Qs[warp * D + d] =
+            active ? *(const float *)(p.q + d * p.qs.nb[0] + t * p.qs.nb[1] + h * p.qs.nb[2]) * p.scale : 0.0f;
+
+    const int kv0 = split * p.kv_per_split;
+    int kv1 = min(p.n_kv, kv0 + p.kv_per_split);
+    if (p.causal_n_past >= 0) { // last key any query of this block can see
+        const int q_last = min(n_q - 1, (int)(blockIdx.x * FA_WARPS + FA_WARPS - 1));
+        kv1 = min(kv1, p.causal_n_past + q_last / p.r + 1);
+    }
+    const int my_last = p.causal_n_past >= 0 ? p.causal_n_past + t : INT_MAX;
+
+    float m = -INFINITY, l = 0.0f;
+    float acc[FATTN_MAX_D / 32];
+#pragma unroll
+    for (int i = 0; i < FATTN_MAX_D / 32; ++i)
+        acc[i] = 0.0f;
+
+    const char * kb = p.k + hk * p.ks.nb[2];
+    const char * vb = p.v + hk * p.vs.nb[2];
+    const char * mrow = p.mask ? p.mask + t * p.ms.nb[1] + (h % p.ms.ne[2]) * p.ms.nb[2] : nullptr;
+
+    for (int j0 = kv0; j0 < kv1; j0 += FA_TILE) {
+        __syncthreads();
+        for (int e = threadIdx.x; e < FA_TILE * D; e += blockDim.x) {
+            const int j = e / D, d = e % D;
+            const int key = j0 + j;
+            float kv = 0.0f, vv = 0.0f;
+            if (key < kv1) {
+                kv = to_f32<T>(*(const T *)(kb + key * p.ks.nb[1] + d * p.ks.nb[0]));
+                vv = to_f32<T>(*(const T *)(vb + key * p.vs.nb[1] + d * p.vs.nb[0]));
+            }
+            Ks[j * DP + d] = kv;
+            Vs[j * D + d] = vv;
+        }
+        __syncthreads();
+        if (!active) continue;
+        const int key = j0 + lane;
+        float s = -INFINITY;
+        if (key < kv1 && key <= my_last) {
+            s = 0.0f;
+            const float * qv = Qs + warp * D;
+            const float * kr = Ks + lane * DP;
+            for (int d = 0; d < D; ++d)
+                s += qv[d] * kr[d];
+            if (mrow)
+                s += p.mask_f16 ? __half2float(*(const half *)(mrow + key * p.ms.nb[0]))
+                                : *(const float *)(mrow + key * p.ms.nb[0]);
+        }
+        const float m_new = fmaxf(m, warp_max(s));
+        if (m_new == -INFINITY) continue; // nothing visible yet
+        const float alpha = expf(m - m_new);
+        const float pj = s == -INFINITY ? 0.0f : expf(s - m_new);
+        l = l * alpha + warp_sum(pj);
+        m = m_new;
+#pragma unroll
+        for (int i = 0; i < FATTN_MAX_D / 32; ++i)
+            acc[i] *= alpha;
+        for (int j = 0; j < FA_TILE; ++j) {
+            const float pb = __shfl_sync(0xffffffff, pj, j);
+            const float * vr = Vs + j * D;
+#pragma unroll
+            for (int i = 0; i < FATTN_MAX_D / 32; ++i)
+                if (lane + 32 * i < D) acc[i] += pb * vr[lane + 32 * i];
+        }
+    }
+    if (!active) return;
+    if (p.n_split == 1) {
+        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+        char * out = (char *)p.dst + h * p.ds.nb[1] + t * p.ds.nb[2];
+#pragma unroll
+        for (int i = 0; i < FATTN_MAX_D / 32; ++i)
+            if (lane + 32 * i < D) *(float *)(out + (lane + 32 * i) * p.ds.nb[0]) = acc[i] * inv;
+    } else {
+        const int64_t qg = (int64_t)hk * n_q + qi; // global query index
+        const int64_t nq_all = (int64_t)n_q * gridDim.y;
+        float * part = p.part + ((int64_t)split * nq_all + qg) * D;
+#pragma unroll
+        for (int i = 0; i < FATTN_MAX_D / 32; ++i)
+            if (lane + 32 * i < D) part[lane + 32 * i] = acc[i];
+        if (lane == 0) p.ml[split * nq_all + qg] = make_float2(m, l);
+    }
+}
+
+// merge the splits: one block per query, threads over D
+static __global__ void k_fattn_combine(fa_params p) {
+    const int64_t qg = blockIdx.x;
+    const int n_q = p.n_tokens * p.r;
+    const int64_t nq_all = (int64_t)n_q * (p.n_head / p.r);
+    const int hk = (int)(qg / n_q), qi = (int)(qg % n_q);
+    const int t = qi / p.r, h = hk * p.r + qi % p.r;
+    float M = -INFINITY;
+    for (int s = 0; s < p.n_split; ++s)
+        M = fmaxf(M, p.ml[s * nq_all + qg].x);
+    char * out = (char *)p.dst + h * p.ds.nb[1] + t * p.ds.nb[2];
+    for (int d = threadIdx.x; d < p.D; d += blockDim.x) {
+        float num = 0.0f, den = 0.0f;
+        if (M != -INFINITY) {
+            for (int s = 0; s < p.n_split; ++s) {
+                const float2 ml = p.ml[s * nq_all + qg];
+                const float w = ml.x == -INFINITY ? 0.0f : expf(ml.x - M);
+                num += w * p.part[(s * nq_all + qg) * p.D + d];
+                den += w * ml.y;
+            }
+        }
+        *(float *)(out + d * p.ds.nb[0]) = den > 0.0f ? num / den : 0.0f;
+    }
+}
+
+GGML_CUDA_OP(flash_attn_ext) {
+    const ggml_tensor * q = dst->src[0];
+    const ggml_tensor * k = dst->src[1];
+    const ggml_tensor * v = dst->src[2];
+    const ggml_tensor * mask = dst->src[3];
+    GGML_ASSERT(q->type == GGML_TYPE_F32 && k->type == v->type && q->ne[0] <= FATTN_MAX_D && q->ne[3] == 1);
+    fa_params p = {};
+    p.q = (const char *)q->data;
+    p.k = (const char *)k->data;
+    p.v = (const char *)v->data;
+    p.mask = mask ? (const char *)mask->data : nullptr;
+    p.mask_f16 = mask && mask->type == GGML_TYPE_F16;
+    p.dst = (float *)dst->data;
+    p.qs = cuda_shape_of(q);
+    p.ks = cuda_shape_of(k);
+    p.vs = cuda_shape_of(v);
+    p.ms = mask ? cuda_shape_of(mask) : p.qs;
+    p.ds = cuda_shape_of(dst);
+    p.D = (int)q->ne[0];
+    p.n_kv = (int)k->ne[1];
+    p.n_tokens = (int)q->ne[1];
+    p.n_head = (int)q->ne[2];
+    p.r = (int)(q->ne[2] / k->ne[2]);
+    p.scale = ggml_get_op_params_f32(dst, 0);
+    p.causal_n_past = ggml_get_op_params_i32(dst, 1);
+    const int n_head_kv = (int)k->ne[2];
+    const int n_q = p.n_tokens * p.r;
+    const int gx = (int)cuda_ceil_div(n_q, FA_WARPS);
+    // split the KV range when the grid alone would not fill the GPU (decode)
+    const int base = gx * n_head_kv;
+    int n_split = 1;
+    if (base < 2 * ctx.n_sm) {
+        n_split = (int)cuda_ceil_div(2 * ctx.n_sm, base);
+        n_split = std::min<int>(n_split, (int)cuda_ceil_div(p.n_kv, 128));
+        n_split = std::max(n_split, 1);
+    }
+    p.kv_per_split = (int)cuda_ceil_div(cuda_ceil_div(p.n_kv, n_split), FA_TILE) * FA_TILE;
+    n_split = (int)cuda_ceil_div(p.n_kv, p.kv_per_split);
+    if (n_split < 1) n_split = 1;
+    p.n_split = n_split;
+    if (n_split > 1) {
+        const int64_t nq_all = (int64_t)n_q * n_head_kv;
+        p.part = (float *)ctx.pool.alloc(sizeof(float) * n_split * nq_all * p.D);
+        p.ml = (float2 *)ctx.pool.alloc(sizeof(float2) * n_split * nq_all);
+    }
+    const size_t smem = sizeof(float) * (FA_TILE * (p.D + 1) + FA_TILE * p.D + FA_WARPS * p.D);
+    const dim3 grid(gx, n_head_kv, n_split);
+    if (k->type == GGML_TYPE_F16) {
+        if (smem > 48 * 1024)
+            CUDA_CHECK(cudaFuncSetAttribute(k_fattn<half>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        k_fattn<half><<<grid, FA_WARPS * 32, smem, ctx.stream>>>(p);
+    } else {
+        if (smem > 48 * 1024)
+            CUDA_CHECK(cudaFuncSetAttribute(k_fattn<float>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        k_fattn<float><<<grid, FA_WARPS * 32, smem, ctx.stream>>>(p);
+    }
+    CUDA_CHECK_LAUNCH();
+    if (n_split > 1) {
+        k_fattn_combine<<<dim3(n_q * n_head_kv, 1), 128, 0, ctx.stream>>>(p);
+        CUDA_CHECK_LAUNCH();
+    }
+}

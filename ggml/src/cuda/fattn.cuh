@@ -1,0 +1,10 @@
+// fattn.cuh - FLASH_ATTN_EXT: q f32 [D, n_tokens, n_head], k/v f32/f16 [D, n_kv, n_head_kv] (any
+// row strides: views of the KV cache are read in place), optional f32/f16 mask [n_kv, >= n_tokens],
+// GQA (n_head % n_head_kv == 0) -> f32 [D, n_head, n_tokens]. params: f32 scale, i32 causal_n_past.
+// D <= 256. Decode splits the KV range over blocks (flash-decoding) and merges the partials.
+#pragma once
+#include "common.cuh"
+
+#define FATTN_MAX_D 256
+
+GGML_CUDA_OP(flash_attn_ext);

@@ -1,0 +1,58 @@
+// getrows.cu - see getrows.cuh. One block per output row.
+#include "getrows.cuh"
+
+template <typename T> static __device__ __forceinline__ float load_elem(const char * row, int64_t i, int64_t nb0) {
+    return to_f32<T>(*(const T *)(row + i * nb0));
+}
+
+template <int TYPE> // 0 f32, 1 f16, 2 q8_0
+static __global__ void k_get_rows(const char * src, const char * idx, char * dst, cuda_shape ss, cuda_shape is,
+                                  cuda_shape ds) {
+    int64_t r = blockIdx.x;
+    const int64_t i10 = r % ds.ne[1];
+    r /= ds.ne[1];
+    const int64_t i11 = r % ds.ne[2];
+    const int64_t i12 = r / ds.ne[2];
+    const int64_t row = *(const int32_t *)(idx + i10 * is.nb[0] + i11 * is.nb[1] + i12 * is.nb[2]);
+    const char * sr = src + row * ss.nb[1] + (i11 % ss.ne[2]) * ss.nb[2] + (i12 % ss.ne[3]) * ss.nb[3];
+    char * dr = dst + i10 * ds.nb[1] + i11 * ds.nb[2] + i12 * ds.nb[3];
+    for (int64_t i = threadIdx.x; i < ds.ne[0]; i += blockDim.x) {
+        float v;
+        if (TYPE == 0)
+            v = load_elem<float>(sr, i, ss.nb[0]);
+        else if (TYPE == 1)
+            v = load_elem<half>(sr, i, ss.nb[0]);
+        else {
+            const cuda_block_q8_0 * b = (const cuda_block_q8_0 *)(sr + (i / 32) * ss.nb[0]);
+            v = __half2float(b->d) * b->qs[i % 32];
+        }
+        *(float *)(dr + i * ds.nb[0]) = v;
+    }
+}
+
+GGML_CUDA_OP(get_rows) {
+    const ggml_tensor * src = dst->src[0];
+    const ggml_tensor * idx = dst->src[1];
+    GGML_ASSERT(idx->type == GGML_TYPE_I32 && dst->type == GGML_TYPE_F32);
+    const int64_t rows = dst->ne[1] * dst->ne[2] * dst->ne[3];
+    if (rows == 0) return;
+    const int bs = dst->ne[0] >= 1024 ? 256 : 64;
+    const cuda_shape ss = cuda_shape_of(src), is = cuda_shape_of(idx), ds = cuda_shape_of(dst);
+    const char * sp = (const char *)src->data;
+    const char * ip = (const char *)idx->data;
+    char * dp = (char *)dst->data;
+    switch (src->type) {
+        case GGML_TYPE_F32:
+            k_get_rows<0><<<rows, bs, 0, ctx.stream>>>(sp, ip, dp, ss, is, ds);
+            break;
+        case GGML_TYPE_F16:
+            k_get_rows<1><<<rows, bs, 0, ctx.stream>>>(sp, ip, dp, ss, is, ds);
+            break;
+        case GGML_TYPE_Q8_0:
+            k_get_rows<2><<<rows, bs, 0, ctx.stream>>>(sp, ip, dp, ss, is, ds);
+            break;
+        default:
+            GGML_ABORT("cuda get_rows: unsupported type %s", ggml_type_name(src->type));
+    }
+    CUDA_CHECK_LAUNCH();
+}

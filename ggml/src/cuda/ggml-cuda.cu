@@ -1,0 +1,727 @@
+// ggml-cuda.cu - the CUDA backend glue: device and pinned-host buffer types, the backend
+// interface (graph_compute dispatching per op, supports_op, synchronize), the fused
+// RMS_NORM+MUL, and CUDA-graph capture/replay of repeated graphs (decode steps).
+#include "argmax.cuh"
+#include "binary.cuh"
+#include "common.cuh"
+#include "cpy.cuh"
+#include "diagmask.cuh"
+#include "fattn.cuh"
+#include "getrows.cuh"
+#include "ggml-cuda.h"
+#include "mulmat.cuh"
+#include "norm.cuh"
+#include "rope.cuh"
+#include "softmax.cuh"
+#include "unary.cuh"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#define GGML_CUDA_MAX_DEVICES 16
+
+// ---- devices ---------------------------------------------------------------------------------
+int ggml_backend_cuda_get_device_count() {
+    static int count = [] {
+        int n = 0;
+        const cudaError_t err = cudaGetDeviceCount(&n);
+        if (err != cudaSuccess) {
+            cudaGetLastError(); // clear the sticky-free error so later calls start clean
+            GGML_LOG_DEBUG("%s: no CUDA devices: %s\n", __func__, cudaGetErrorString(err));
+            return 0;
+        }
+        return n > GGML_CUDA_MAX_DEVICES ? GGML_CUDA_MAX_DEVICES : n;
+    }();
+    return count;
+}
+
+void ggml_backend_cuda_get_device_memory(int device, size_t * free, size_t * total) {
+    *free = *total = 0;
+    if (device < 0 || device >= ggml_backend_cuda_get_device_count()) return;
+    int prev = 0;
+    if (cudaGetDevice(&prev) != cudaSuccess) prev = device;
+    if (cudaSetDevice(device) == cudaSuccess && cudaMemGetInfo(free, total) != cudaSuccess) *free = *total = 0;
+    cudaGetLastError();
+    cudaSetDevice(prev);
+}
+
+// ---- device buffers ---------------------------------------------------------------------------
+struct cuda_buffer_ctx {
+    int device;
+    void * ptr;
+};
+
+static void cuda_buffer_free(ggml_backend_buffer_t buf) {
+    cuda_buffer_ctx * c = (cuda_buffer_ctx *)buf->context;
+    CUDA_CHECK(cudaSetDevice(c->device));
+    CUDA_CHECK(cudaFree(c->ptr));
+    delete c; // buf itself is deleted by ggml_backend_buffer_free
+}
+static void * cuda_buffer_get_base(ggml_backend_buffer_t buf) { return ((cuda_buffer_ctx *)buf->context)->ptr; }
+static void cuda_buffer_set_tensor(ggml_backend_buffer_t buf, ggml_tensor * t, const void * data, size_t offset,
+                                   size_t size) {
+    CUDA_CHECK(cudaSetDevice(((cuda_buffer_ctx *)buf->context)->device));
+    // legacy-stream copy: ordered after the backend streams' queued work (they are blocking streams)
+    CUDA_CHECK(cudaMemcpy((char *)t->data + offset, data, size, cudaMemcpyHostToDevice));
+}
+static void cuda_buffer_get_tensor(ggml_backend_buffer_t buf, const ggml_tensor * t, void * data, size_t offset,
+                                   size_t size) {
+    CUDA_CHECK(cudaSetDevice(((cuda_buffer_ctx *)buf->context)->device));
+    CUDA_CHECK(cudaMemcpy(data, (const char *)t->data + offset, size, cudaMemcpyDeviceToHost));
+}
+static bool cuda_buft_is_device(ggml_backend_buffer_type_t buft);
+static bool cuda_buffer_cpy_tensor(ggml_backend_buffer_t buf, const ggml_tensor * src, ggml_tensor * dst) {
+    if (!src->buffer) return false;
+    const bool src_dev = cuda_buft_is_device(src->buffer->buft);
+    if (!src_dev && !ggml_backend_buffer_is_host(src->buffer)) return false;
+    CUDA_CHECK(cudaSetDevice(((cuda_buffer_ctx *)buf->context)->device));
+    CUDA_CHECK(cudaMemcpy(dst->data, src->data, ggml_nbytes(src), cudaMemcpyDefault));
+    return true;
+}
+static void cuda_buffer_clear(ggml_backend_buffer_t buf, uint8_t value) {
+    cuda_buffer_ctx * c = (cuda_buffer_ctx *)buf->context;
+    CUDA_CHECK(cudaSetDevice(c->device));
+    CUDA_CHECK(cudaMemset(c->ptr, value, buf->size));
+    CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+static const char * cuda_buft_get_name(ggml_backend_buffer_type_t buft) {
+    static char names[GGML_CUDA_MAX_DEVICES][16];
+    const int dev = (int)(intptr_t)buft->context;
+    snprintf(names[dev], sizeof(names[dev]), "CUDA%d", dev);
+    return names[dev];
+}
+static bool cuda_buft_is_device(ggml_backend_buffer_type_t buft) { return buft->iface.get_name == cuda_buft_get_name; }
+
+static ggml_backend_buffer_t cuda_buft_alloc_buffer(ggml_backend_buffer_type_t buft, size_t size) {
+    const int dev = (int)(intptr_t)buft->context;
+    if (cudaSetDevice(dev) != cudaSuccess) {
+        GGML_LOG_ERROR("%s: cannot select CUDA device %d: %s\n", __func__, dev, cudaGetErrorString(cudaGetLastError()));
+        return nullptr;
+    }
+    void * ptr = nullptr;
+    const cudaError_t err = cudaMalloc(&ptr, size ? size : 1);
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        size_t free_b = 0, total_b = 0;
+        cudaMemGetInfo(&free_b, &total_b);
+        cudaGetLastError();
+        GGML_LOG_ERROR("%s: cudaMalloc of %zu bytes failed on CUDA%d (%zu bytes free of %zu): %s\n", __func__, size,
+                       dev, free_b, total_b, cudaGetErrorString(err));
+        return nullptr;
+    }
+    ggml_backend_buffer_i iface = {};
+    iface.free_buffer = cuda_buffer_free;
+    iface.get_base = cuda_buffer_get_base;
+    iface.init_tensor = nullptr;
+    iface.set_tensor = cuda_buffer_set_tensor;
+    iface.get_tensor = cuda_buffer_get_tensor;
+    iface.cpy_tensor = cuda_buffer_cpy_tensor;
+    iface.clear = cuda_buffer_clear;
+    return ggml_backend_buffer_init(buft, iface, new cuda_buffer_ctx{dev, ptr}, size);
+}
+static size_t cuda_buft_get_alignment(ggml_backend_buffer_type_t) { return 256; }
+static size_t cuda_buft_get_max_size(ggml_backend_buffer_type_t) { return SIZE_MAX; }
+static bool cuda_buft_is_host(ggml_backend_buffer_type_t) { return false; }
+
+ggml_backend_buffer_type_t ggml_backend_cuda_buffer_type(int device) {
+    static ggml_backend_buffer_type types[GGML_CUDA_MAX_DEVICES];
+    static std::once_flag once;
+    if (device < 0 || device >= ggml_backend_cuda_get_device_count()) {
+        GGML_LOG_ERROR("%s: no CUDA device %d (%d found)\n", __func__, device, ggml_backend_cuda_get_device_count());
+        return nullptr;
+    }
+    std::call_once(once, [] {
+        for (int i = 0; i < GGML_CUDA_MAX_DEVICES; ++i) {
+            types[i].iface = {
+                cuda_buft_get_name, cuda_buft_alloc_buffer, cuda_buft_get_alignment, cuda_buft_get_max_size, nullptr,
+                cuda_buft_is_host};
+            types[i].context = (void *)(intptr_t)i;
+        }
+    });
+    return &types[device];
+}
+
+// ---- pinned host buffers ----------------------------------------------------------------------
+static void host_buffer_free(ggml_backend_buffer_t buf) { CUDA_CHECK(cudaFreeHost(buf->context)); }
+static void * host_buffer_get_base(ggml_backend_buffer_t buf) { return buf->context; }
+static void host_buffer_set_tensor(ggml_backend_buffer_t, ggml_tensor * t, const void * data, size_t offset,
+                                   size_t size) {
+    memcpy((char *)t->data + offset, data, size);
+}
+static void host_buffer_get_tensor(ggml_backend_buffer_t, const ggml_tensor * t, void * data, size_t offset,
+                                   size_t size) {
+    memcpy(data, (const char *)t->data + offset, size);
+}
+static void host_buffer_clear(ggml_backend_buffer_t buf, uint8_t value) { memset(buf->context, value, buf->size); }
+
+static const char * host_buft_get_name(ggml_backend_buffer_type_t) { return "CUDA_Host"; }
+static ggml_backend_buffer_t host_buft_alloc_buffer(ggml_backend_buffer_type_t buft, size_t size) {
+    void * ptr = nullptr;
+    const cudaError_t err = cudaMallocHost(&ptr, size ? size : 1);
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        GGML_LOG_ERROR("%s: cudaMallocHost of %zu bytes failed: %s\n", __func__, size, cudaGetErrorString(err));
+        return nullptr;
+    }
+    ggml_backend_buffer_i iface = {};
+    iface.free_buffer = host_buffer_free;
+    iface.get_base = host_buffer_get_base;
+    iface.set_tensor = host_buffer_set_tensor;
+    iface.get_tensor = host_buffer_get_tensor;
+    iface.clear = host_buffer_clear;
+    return ggml_backend_buffer_init(buft, iface, ptr, size);
+}
+static size_t host_buft_get_alignment(ggml_backend_buffer_type_t) { return 64; }
+static bool host_buft_is_host(ggml_backend_buffer_type_t) { return true; }
+
+ggml_backend_buffer_type_t ggml_backend_cuda_host_buffer_type() {
+    static ggml_backend_buffer_type type = {{host_buft_get_name, host_buft_alloc_buffer, host_buft_get_alignment,
+                                             cuda_buft_get_max_size, nullptr, host_buft_is_host},
+                                            nullptr};
+    return &type;
+}
+
+// ---- CUDA graphs ------------------------------------------------------------------------------
+// A graph is replayed when its topology (ops, types, shapes, strides, fusions) matches one seen
+// before. Same pointers and params: the instantiated graph is launched as is. Otherwise the
+// stream is captured again and the executable is updated in place (cudaGraphExecUpdate).
+struct cuda_graph_entry {
+    std::vector<int64_t> key;
+    std::vector<uintptr_t> vals;
+    cudaGraphExec_t exec = nullptr;
+    uint64_t last_use = 0;
+    int n_fail = 0; // consecutive failed updates; >= 4: run this topology eagerly
+};
+struct ggml_cuda_graph_cache {
+    std::vector<cuda_graph_entry> entries;
+    uint64_t tick = 0;
+    int n_replay = 0, n_update = 0, n_instantiate = 0; // stats (for tests and tuning)
+    void clear_execs() {
+        for (auto & e : entries)
+            if (e.exec) {
+                cudaGraphExecDestroy(e.exec);
+                e.exec = nullptr;
+            }
+    }
+};
+
+// ---- profiling (GGML_CUDA_PROFILE=1): eager, an event pair per node, totals per op at free ------
+static void run_node(ggml_cuda_context & ctx, ggml_tensor * t);
+
+struct ggml_cuda_profile {
+    std::vector<cudaEvent_t> ev;
+    std::map<std::string, std::pair<double, int64_t>> per_op; // ms, count
+    double gpu_ms = 0, host_ms = 0;
+    int64_t n_graphs = 0;
+    int mode = 1; // 1: per-op GPU times (eager); 2: host-side times of the normal path
+    // mode 2 (microseconds, summed): outside = between two graph_compute calls (scheduler, graph
+    // building, input copies, output reads); sig = key + fusion plan; run = launches or capture;
+    // upd = graph update/instantiate; launch = cudaGraphLaunch
+    double outside = 0, sig = 0, run = 0, upd = 0, launch = 0;
+    int64_t last_end = 0, n_calls = 0;
+};
+
+static std::string profile_label(const ggml_tensor * t, bool fused) {
+    std::string l = fused ? "RMS_NORM+MUL" : ggml_op_name(t->op);
+    if (t->op == GGML_OP_MUL_MAT) {
+        l += std::string(" ") + ggml_type_name(t->src[0]->type) +
+             (t->src[1]->ne[1] <= MUL_MAT_VEC_MAX_N ? " vec" : " gemm");
+        if (t->src[0]->ne[2] > 1 || t->src[1]->ne[2] > 1) l += " batched";
+    }
+    return l;
+}
+
+static void profile_report(ggml_cuda_context & ctx);
+
+static ggml_status profile_graph(ggml_cuda_context & ctx, ggml_cgraph * gf, const std::vector<uint8_t> & fused) {
+    ggml_cuda_profile & p = *ctx.prof;
+    const int n = gf->n_nodes;
+    while ((int)p.ev.size() < n + 1) {
+        cudaEvent_t e;
+        CUDA_CHECK(cudaEventCreate(&e));
+        p.ev.push_back(e);
+    }
+    const int64_t t0 = ggml_time_us();
+    ctx.pool.reset();
+    std::vector<int> idx;
+    CUDA_CHECK(cudaEventRecord(p.ev[0], ctx.stream));
+    for (int i = 0; i < n; ++i) {
+        ggml_tensor * t = gf->nodes[i];
+        if (ggml_nelements(t) == 0 || ggml_is_view_op(t->op) || t->op == GGML_OP_NONE) continue;
+        if (fused[i])
+            ggml_cuda_op_rms_norm_mul(ctx, t, gf->nodes[i + 1]);
+        else
+            run_node(ctx, t);
+        idx.push_back(i);
+        CUDA_CHECK(cudaEventRecord(p.ev[idx.size()], ctx.stream));
+        if (fused[i]) ++i;
+    }
+    const int64_t t1 = ggml_time_us();
+    CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+    float total = 0;
+    for (size_t k = 0; k < idx.size(); ++k) {
+        float ms = 0;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, p.ev[k], p.ev[k + 1]));
+        auto & e = p.per_op[profile_label(gf->nodes[idx[k]], fused[idx[k]])];
+        e.first += ms;
+        e.second += 1;
+        total += ms;
+    }
+    p.gpu_ms += total;
+    p.host_ms += (t1 - t0) / 1000.0;
+    p.n_graphs++;
+    if (!ctx.pool.extra.empty()) ctx.pool.settle();
+    if (p.n_graphs == 128) profile_report(ctx);
+    return GGML_STATUS_SUCCESS;
+}
+
+static void profile_report(ggml_cuda_context & ctx) {
+    ggml_cuda_profile & p = *ctx.prof;
+    if (p.mode == 2 && p.n_calls > 0) {
+        const double n = (double)p.n_calls;
+        GGML_LOG_WARN("%s host profile over %lld graph_compute calls (us/call): outside %.1f, signature %.1f, "
+                      "launch-or-capture %.1f, graph update %.1f, graph launch %.1f\n",
+                      ctx.name, (long long)p.n_calls, p.outside / n, p.sig / n, p.run / n, p.upd / n, p.launch / n);
+        p.outside = p.sig = p.run = p.upd = p.launch = 0;
+        p.n_calls = 0;
+        return;
+    }
+    if (p.n_graphs == 0) return;
+    GGML_LOG_WARN("%s profile: %lld graphs, GPU %.3f ms/graph (kernels back to back), host launch %.3f ms/graph\n",
+                  ctx.name, (long long)p.n_graphs, p.gpu_ms / p.n_graphs, p.host_ms / p.n_graphs);
+    std::vector<std::pair<double, std::string>> rows;
+    for (auto & [k, v] : p.per_op)
+        rows.push_back({v.first, k});
+    std::sort(rows.rbegin(), rows.rend());
+    for (auto & [ms, k] : rows)
+        GGML_LOG_WARN("  %-28s %9.3f ms/graph %6.1f%%  %8.1f us/call\n", k.c_str(), ms / p.n_graphs,
+                      100.0 * ms / p.gpu_ms, 1000.0 * ms / p.per_op[k].second);
+    p.per_op.clear();
+    p.gpu_ms = p.host_ms = 0;
+    p.n_graphs = 0;
+}
+
+// ---- graph execution --------------------------------------------------------------------------
+static void run_node(ggml_cuda_context & ctx, ggml_tensor * t) {
+    switch (t->op) {
+        case GGML_OP_NONE:
+        case GGML_OP_RESHAPE:
+        case GGML_OP_VIEW:
+        case GGML_OP_PERMUTE:
+        case GGML_OP_TRANSPOSE:
+            break;
+        case GGML_OP_DUP:
+        case GGML_OP_CONT:
+            ggml_cuda_op_dup(ctx, t);
+            break;
+        case GGML_OP_CPY:
+            ggml_cuda_op_cpy(ctx, t);
+            break;
+        case GGML_OP_ADD:
+            ggml_cuda_op_add(ctx, t);
+            break;
+        case GGML_OP_MUL:
+            ggml_cuda_op_mul(ctx, t);
+            break;
+        case GGML_OP_SCALE:
+            ggml_cuda_op_scale(ctx, t);
+            break;
+        case GGML_OP_SILU:
+            ggml_cuda_op_silu(ctx, t);
+            break;
+        case GGML_OP_SWIGLU:
+            ggml_cuda_op_swiglu(ctx, t);
+            break;
+        case GGML_OP_GET_ROWS:
+            ggml_cuda_op_get_rows(ctx, t);
+            break;
+        case GGML_OP_DIAG_MASK_INF:
+            ggml_cuda_op_diag_mask_inf(ctx, t);
+            break;
+        case GGML_OP_SOFT_MAX:
+            ggml_cuda_op_soft_max(ctx, t);
+            break;
+        case GGML_OP_ROPE:
+            ggml_cuda_op_rope(ctx, t);
+            break;
+        case GGML_OP_RMS_NORM:
+            ggml_cuda_op_rms_norm(ctx, t);
+            break;
+        case GGML_OP_MUL_MAT:
+            ggml_cuda_op_mul_mat(ctx, t);
+            break;
+        case GGML_OP_ARGMAX:
+            ggml_cuda_op_argmax(ctx, t);
+            break;
+        case GGML_OP_FLASH_ATTN_EXT:
+            ggml_cuda_op_flash_attn_ext(ctx, t);
+            break;
+        default:
+            GGML_ABORT("CUDA backend: op %s is not implemented", ggml_op_name(t->op));
+    }
+}
+
+static bool uses_tensor(const ggml_tensor * user, const ggml_tensor * t) {
+    for (int k = 0; k < GGML_MAX_SRC; ++k) {
+        const ggml_tensor * s = user->src[k];
+        if (s && (s == t || s->view_src == t)) return true;
+    }
+    return user->view_src == t;
+}
+
+// fused[i] = 1: node i (RMS_NORM) is computed together with node i+1 (MUL by a weight)
+static void plan_fusions(ggml_cgraph * gf, std::vector<uint8_t> & fused, bool enabled) {
+    const int n = gf->n_nodes;
+    fused.assign(n, 0);
+    if (!enabled) return;
+    std::vector<int> cand;
+    for (int i = 0; i + 1 < n; ++i) {
+        ggml_tensor * a = gf->nodes[i];
+        ggml_tensor * b = gf->nodes[i + 1];
+        if (a->op != GGML_OP_RMS_NORM || b->op != GGML_OP_MUL || b->src[0] != a || b->src[1] == a) continue;
+        if (a->flags & GGML_TENSOR_FLAG_OUTPUT) continue;
+        if (a->type != b->type || !ggml_are_same_shape(a, b) || b->src[1]->type != GGML_TYPE_F32) continue;
+        cand.push_back(i);
+    }
+    if (cand.empty()) return;
+    // one pass: a candidate used by any node other than its MUL is not fused
+    for (int i : cand)
+        fused[i] = 1;
+    for (int j = 0; j < n; ++j) {
+        const ggml_tensor * u = gf->nodes[j];
+        for (int i : cand) {
+            if (!fused[i] || j == i + 1 || j == i) continue;
+            if (uses_tensor(u, gf->nodes[i])) fused[i] = 0;
+        }
+    }
+}
+
+static void run_graph(ggml_cuda_context & ctx, ggml_cgraph * gf, const std::vector<uint8_t> & fused) {
+    ctx.pool.reset();
+    for (int i = 0; i < gf->n_nodes; ++i) {
+        ggml_tensor * t = gf->nodes[i];
+        if (ggml_nelements(t) == 0) continue;
+        if (fused[i]) {
+            ggml_cuda_op_rms_norm_mul(ctx, t, gf->nodes[i + 1]);
+            ++i;
+            continue;
+        }
+        run_node(ctx, t);
+    }
+}
+
+// key: what decides the sequence of kernels (ops, types, fusions, row/batch counts of compute
+// nodes). Sizes that move every decode step (n_kv in KV views, KQ rows) are left out on purpose: the
+// re-capture then differs in kernel parameters only and cudaGraphExecUpdate takes it; if the
+// captured topology does differ, the update fails and the graph is instantiated afresh.
+// vals: everything else (data pointers, op params, full shapes) - any change triggers a re-capture.
+static void graph_signature(ggml_cgraph * gf, const std::vector<uint8_t> & fused, std::vector<int64_t> & key,
+                            std::vector<uintptr_t> & vals) {
+    key.clear();
+    vals.clear();
+    key.reserve((size_t)gf->n_nodes * 12);
+    vals.reserve((size_t)gf->n_nodes * 64);
+    auto add_vals = [&](const ggml_tensor * t) {
+        vals.push_back((uintptr_t)t->data);
+        for (int d = 0; d < 4; ++d) {
+            vals.push_back((uintptr_t)t->ne[d]);
+            vals.push_back((uintptr_t)t->nb[d]);
+        }
+    };
+    for (int i = 0; i < gf->n_nodes; ++i) {
+        const ggml_tensor * t = gf->nodes[i];
+        key.push_back(t->op | (fused[i] << 16) | ((int64_t)t->type << 24));
+        if (!ggml_is_view_op(t->op)) {
+            key.push_back(t->ne[1]);
+            key.push_back(t->ne[2] * 65536 + t->ne[3]);
+        }
+        add_vals(t);
+        for (int k = 0; k < GGML_MAX_OP_PARAMS / 4; ++k)
+            vals.push_back((uint32_t)t->op_params[k]);
+        for (int k = 0; k < GGML_MAX_SRC; ++k) {
+            const ggml_tensor * s = t->src[k];
+            key.push_back(s ? s->type : -1);
+            if (s) add_vals(s);
+        }
+    }
+}
+
+static ggml_status cuda_graph_compute(ggml_backend_t backend, ggml_cgraph * gf) {
+    ggml_cuda_context & ctx = *(ggml_cuda_context *)backend->context;
+    CUDA_CHECK(cudaSetDevice(ctx.device));
+    const int64_t t_start = ggml_time_us();
+    ggml_cuda_profile * hp = ctx.prof && ctx.prof->mode == 2 ? ctx.prof : nullptr;
+    if (hp && hp->last_end) hp->outside += t_start - hp->last_end;
+    std::vector<uint8_t> fused;
+    plan_fusions(gf, fused, ctx.use_fusion);
+    if (ctx.prof && !hp) return profile_graph(ctx, gf, fused);
+    int64_t t_sig = 0, t_run = 0, t_upd = 0;
+
+    if (!ctx.use_graphs) {
+        run_graph(ctx, gf, fused);
+        if (!ctx.pool.extra.empty()) {
+            CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+            ctx.pool.settle();
+        }
+        if (hp) {
+            const int64_t t_end = ggml_time_us();
+            hp->run += t_end - t_start;
+            hp->last_end = t_end;
+            if (++hp->n_calls == 128) profile_report(ctx);
+        }
+        return GGML_STATUS_SUCCESS;
+    }
+
+    ggml_cuda_graph_cache & gc = *ctx.graphs;
+    static thread_local std::vector<int64_t> key;
+    static thread_local std::vector<uintptr_t> vals;
+    graph_signature(gf, fused, key, vals);
+    t_sig = ggml_time_us();
+    cuda_graph_entry * e = nullptr;
+    for (auto & x : gc.entries)
+        if (x.key == key) e = &x;
+    ++gc.tick;
+
+    if (!e) { // first sighting: run eagerly, remember the topology
+        run_graph(ctx, gf, fused);
+        if (gc.entries.size() >= 8) { // evict the least recently used
+            size_t lru = 0;
+            for (size_t j = 1; j < gc.entries.size(); ++j)
+                if (gc.entries[j].last_use < gc.entries[lru].last_use) lru = j;
+            if (gc.entries[lru].exec) cudaGraphExecDestroy(gc.entries[lru].exec);
+            gc.entries.erase(gc.entries.begin() + lru);
+        }
+        cuda_graph_entry ne;
+        ne.key = key;
+        ne.last_use = gc.tick;
+        gc.entries.push_back(std::move(ne));
+    } else if (e->n_fail >= 4) {
+        e->last_use = gc.tick;
+        run_graph(ctx, gf, fused);
+    } else {
+        e->last_use = gc.tick;
+        if (!(e->exec && e->vals == vals)) {
+            CUDA_CHECK(cudaStreamBeginCapture(ctx.stream, cudaStreamCaptureModeRelaxed));
+            run_graph(ctx, gf, fused);
+            cudaGraph_t g = nullptr;
+            CUDA_CHECK(cudaStreamEndCapture(ctx.stream, &g));
+            t_run = ggml_time_us();
+            if (e->exec) {
+                cudaGraphExecUpdateResultInfo info;
+                if (cudaGraphExecUpdate(e->exec, g, &info) != cudaSuccess) {
+                    cudaGetLastError();
+                    CUDA_CHECK(cudaGraphExecDestroy(e->exec));
+                    e->exec = nullptr;
+                    ++e->n_fail;
+                } else {
+                    ++gc.n_update;
+                    e->n_fail = 0;
+                }
+            }
+            if (!e->exec) {
+                CUDA_CHECK(cudaGraphInstantiate(&e->exec, g, 0));
+                ++gc.n_instantiate;
+            }
+            CUDA_CHECK(cudaGraphDestroy(g));
+            e->vals = vals;
+            t_upd = ggml_time_us();
+        } else {
+            ++gc.n_replay;
+        }
+        CUDA_CHECK(cudaGraphLaunch(e->exec, ctx.stream));
+    }
+    if (hp) {
+        const int64_t t_end = ggml_time_us();
+        if (!t_run) t_run = t_upd = t_end; // eager or replay
+        if (!t_upd) t_upd = t_run;
+        hp->sig += t_sig - t_start;
+        hp->run += t_run - t_sig;
+        hp->upd += t_upd - t_run;
+        hp->launch += t_end - t_upd;
+        hp->last_end = t_end;
+        if (++hp->n_calls == 128) profile_report(ctx);
+    }
+    if (!ctx.pool.extra.empty()) { // scratch grew: fold it, captured addresses are stale
+        CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+        ctx.pool.settle();
+        gc.clear_execs();
+    }
+    return GGML_STATUS_SUCCESS;
+}
+
+// ---- backend interface ------------------------------------------------------------------------
+static const char * cuda_backend_get_name(ggml_backend_t backend) {
+    return ((ggml_cuda_context *)backend->context)->name;
+}
+
+static void cuda_backend_free(ggml_backend_t backend) {
+    ggml_cuda_context * ctx = (ggml_cuda_context *)backend->context;
+    cudaSetDevice(ctx->device);
+    cudaStreamSynchronize(ctx->stream);
+    if (ctx->prof) {
+        profile_report(*ctx);
+        for (cudaEvent_t e : ctx->prof->ev)
+            cudaEventDestroy(e);
+        delete ctx->prof;
+    }
+    if (ctx->graphs) {
+        ctx->graphs->clear_execs();
+        delete ctx->graphs;
+    }
+    ctx->pool.release();
+    if (ctx->cublas) cublasDestroy(ctx->cublas);
+    if (ctx->cublas_ws) cudaFree(ctx->cublas_ws);
+    if (ctx->stream) cudaStreamDestroy(ctx->stream);
+    delete ctx;
+    delete backend;
+}
+
+static ggml_backend_buffer_type_t cuda_backend_get_default_buffer_type(ggml_backend_t backend) {
+    return ggml_backend_cuda_buffer_type(((ggml_cuda_context *)backend->context)->device);
+}
+
+static bool is_f(ggml_type t) { return t == GGML_TYPE_F32 || t == GGML_TYPE_F16; }
+
+static bool cuda_backend_supports_op(ggml_backend_t, const ggml_tensor * t) {
+    const ggml_tensor * a = t->src[0];
+    const ggml_tensor * b = t->src[1];
+    switch (t->op) {
+        case GGML_OP_NONE:
+        case GGML_OP_RESHAPE:
+        case GGML_OP_VIEW:
+        case GGML_OP_PERMUTE:
+        case GGML_OP_TRANSPOSE:
+            return true;
+        case GGML_OP_DUP:
+        case GGML_OP_CONT:
+            return ggml_cuda_cpy_supported(a->type, t->type, a, t);
+        case GGML_OP_CPY:
+            return ggml_cuda_cpy_supported(a->type, b->type, a, b);
+        case GGML_OP_ADD:
+        case GGML_OP_MUL:
+            return is_f(a->type) && b->type == GGML_TYPE_F32 && t->type == a->type;
+        case GGML_OP_SCALE:
+        case GGML_OP_SILU:
+        case GGML_OP_RMS_NORM:
+        case GGML_OP_DIAG_MASK_INF:
+            return is_f(a->type) && t->type == a->type;
+        case GGML_OP_SWIGLU:
+            return is_f(a->type) && b->type == a->type && t->type == a->type;
+        case GGML_OP_GET_ROWS:
+            return (is_f(a->type) || a->type == GGML_TYPE_Q8_0) && b->type == GGML_TYPE_I32 && t->type == GGML_TYPE_F32;
+        case GGML_OP_SOFT_MAX:
+            return a->type == GGML_TYPE_F32 && (!b || is_f(b->type));
+        case GGML_OP_ROPE:
+            return is_f(a->type) && t->type == a->type && b->type == GGML_TYPE_I32 && ggml_is_contiguous(b) &&
+                   (!t->src[2] || t->src[2]->type == GGML_TYPE_F32);
+        case GGML_OP_MUL_MAT:
+            if (b->type != GGML_TYPE_F32) return false;
+            if (a->type == GGML_TYPE_Q8_0) return a->nb[0] == ggml_type_size(a->type);
+            return is_f(a->type);
+        case GGML_OP_ARGMAX:
+            return a->type == GGML_TYPE_F32;
+        case GGML_OP_FLASH_ATTN_EXT: {
+            const ggml_tensor * v = t->src[2];
+            const ggml_tensor * m = t->src[3];
+            return a->type == GGML_TYPE_F32 && is_f(b->type) && v->type == b->type && a->ne[0] <= FATTN_MAX_D &&
+                   a->ne[3] == 1 && (!m || is_f(m->type));
+        }
+        default:
+            return false;
+    }
+}
+
+static bool cuda_backend_supports_buft(ggml_backend_t backend, ggml_backend_buffer_type_t buft) {
+    return cuda_buft_is_device(buft) && (int)(intptr_t)buft->context == ((ggml_cuda_context *)backend->context)->device;
+}
+
+static void cuda_backend_synchronize(ggml_backend_t backend) {
+    CUDA_CHECK(cudaStreamSynchronize(((ggml_cuda_context *)backend->context)->stream));
+}
+
+static void cuda_backend_set_tensor_async(ggml_backend_t backend, ggml_tensor * t, const void * data, size_t offset,
+                                          size_t size) {
+    ggml_cuda_context * ctx = (ggml_cuda_context *)backend->context;
+    CUDA_CHECK(cudaMemcpyAsync((char *)t->data + offset, data, size, cudaMemcpyHostToDevice, ctx->stream));
+}
+static void cuda_backend_get_tensor_async(ggml_backend_t backend, const ggml_tensor * t, void * data, size_t offset,
+                                          size_t size) {
+    ggml_cuda_context * ctx = (ggml_cuda_context *)backend->context;
+    CUDA_CHECK(cudaMemcpyAsync(data, (const char *)t->data + offset, size, cudaMemcpyDeviceToHost, ctx->stream));
+}
+
+bool ggml_backend_is_cuda(ggml_backend_t backend) {
+    return backend && backend->iface.get_name == cuda_backend_get_name;
+}
+
+ggml_backend_t ggml_backend_cuda_init(int device) {
+    const int n = ggml_backend_cuda_get_device_count();
+    if (device < 0 || device >= n) {
+        GGML_LOG_ERROR("%s: CUDA device %d not available (%d device(s) found)\n", __func__, device, n);
+        return nullptr;
+    }
+    cudaError_t err = cudaSetDevice(device);
+    cudaStream_t stream = nullptr;
+    if (err == cudaSuccess) err = cudaStreamCreate(&stream); // blocking: legacy-stream copies order with it
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        GGML_LOG_ERROR("%s: cannot initialise CUDA device %d: %s\n", __func__, device, cudaGetErrorString(err));
+        return nullptr;
+    }
+    ggml_cuda_context * ctx = new ggml_cuda_context;
+    ctx->device = device;
+    ctx->stream = stream;
+    snprintf(ctx->name, sizeof(ctx->name), "CUDA%d", device);
+    cudaDeviceProp prop;
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    ctx->n_sm = prop.multiProcessorCount;
+    ctx->pool.device = device;
+    if (cublasCreate(&ctx->cublas) != CUBLAS_STATUS_SUCCESS) {
+        GGML_LOG_ERROR("%s: cublasCreate failed on CUDA%d\n", __func__, device);
+        cudaStreamDestroy(stream);
+        delete ctx;
+        return nullptr;
+    }
+    CUBLAS_CHECK(cublasSetStream(ctx->cublas, stream));
+    const size_t ws = 32u << 20; // fixed workspace: cuBLAS then allocates nothing during graph capture
+    CUDA_CHECK(cudaMalloc(&ctx->cublas_ws, ws));
+    CUBLAS_CHECK(cublasSetWorkspace(ctx->cublas, ctx->cublas_ws, ws));
+    const char * ng = std::getenv("GGML_CUDA_DISABLE_GRAPHS");
+    ctx->use_graphs = !(ng && *ng && strcmp(ng, "0") != 0);
+    ctx->graphs = new ggml_cuda_graph_cache;
+    const char * pr = std::getenv("GGML_CUDA_PROFILE");
+    if (pr && *pr && strcmp(pr, "0") != 0) {
+        ctx->prof = new ggml_cuda_profile;
+        ctx->prof->mode = atoi(pr) == 2 ? 2 : 1;
+    }
+    ctx->use_fusion = std::getenv("GGML_CUDA_NO_FUSION") == nullptr;
+    ctx->mmvq_v1 = std::getenv("GGML_CUDA_MMVQ_V1") != nullptr;
+
+    ggml_backend_i iface = {};
+    iface.get_name = cuda_backend_get_name;
+    iface.free = cuda_backend_free;
+    iface.get_default_buffer_type = cuda_backend_get_default_buffer_type;
+    iface.graph_compute = cuda_graph_compute;
+    iface.supports_op = cuda_backend_supports_op;
+    iface.supports_buft = cuda_backend_supports_buft;
+    iface.synchronize = cuda_backend_synchronize;
+    iface.set_tensor_async = cuda_backend_set_tensor_async;
+    iface.get_tensor_async = cuda_backend_get_tensor_async;
+    GGML_LOG_INFO("%s: using %s (%s, %d SMs, %.1f GiB)\n", __func__, ctx->name, prop.name, prop.multiProcessorCount,
+                  prop.totalGlobalMem / 1073741824.0);
+    return new ggml_backend{iface, ctx};
+}
+
+void ggml_backend_cuda_get_graph_stats(ggml_backend_t backend, int * n_replay, int * n_update, int * n_instantiate) {
+    GGML_ASSERT(ggml_backend_is_cuda(backend));
+    const ggml_cuda_graph_cache * gc = ((ggml_cuda_context *)backend->context)->graphs;
+    *n_replay = gc->n_replay;
+    *n_update = gc->n_update;
+    *n_instantiate = gc->n_instantiate;
+}

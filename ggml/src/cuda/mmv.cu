@@ -1,0 +1,190 @@
+// mmv.cu - see mmv.cuh. One warp per row of a. The vector path (dense, 16-byte aligned rows of
+// a and b) reads 16 bytes of a per lane per step (8 halves / 4 floats); the general path
+// reads one element at a time with strides.
+#include "mmv.cuh"
+
+template <typename T, bool VEC>
+static __global__ void k_mmv(const char * a, const char * b, float * dst, int64_t K, int64_t M, int ncols,
+                             cuda_shape as, cuda_shape bs, cuda_shape ds, int64_t B2, int64_t r2, int64_t r3) {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int64_t row = (int64_t)blockIdx.x * (blockDim.x / 32) + warp;
+    if (row >= M) return;
+    const int64_t bz = blockIdx.y;
+    const int64_t i2 = bz % B2, i3 = bz / B2;
+    const char * arow = a + row * as.nb[1] + (i2 / r2) * as.nb[2] + (i3 / r3) * as.nb[3];
+    const char * bbase = b + i2 * bs.nb[2] + i3 * bs.nb[3];
+    float acc[MMV_MAX_COLS];
+#pragma unroll
+    for (int c = 0; c < MMV_MAX_COLS; ++c)
+        acc[c] = 0.0f;
+
+    if (VEC) {
+        constexpr int E = 16 / sizeof(T); // elements per 16-byte load
+#pragma unroll 2
+        for (int64_t k = (int64_t)lane * E; k < K; k += 32 * E) {
+            const uint4 raw = *(const uint4 *)(arow + k * sizeof(T));
+            float av[E];
+            if constexpr (E == 8) {
+                const half2 * h = (const half2 *)&raw;
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    const float2 f = __half22float2(h[j]);
+                    av[2 * j] = f.x;
+                    av[2 * j + 1] = f.y;
+                }
+            } else {
+                const float * f = (const float *)&raw;
+#pragma unroll
+                for (int j = 0; j < E; ++j)
+                    av[j] = f[j];
+            }
+#pragma unroll
+            for (int c = 0; c < MMV_MAX_COLS; ++c) {
+                if (c < ncols) {
+                    const float4 * bv = (const float4 *)(bbase + c * bs.nb[1] + k * 4);
+                    float s = 0.0f;
+#pragma unroll
+                    for (int j = 0; j < E / 4; ++j) {
+                        const float4 x = bv[j];
+                        s += av[4 * j] * x.x + av[4 * j + 1] * x.y + av[4 * j + 2] * x.z + av[4 * j + 3] * x.w;
+                    }
+                    acc[c] += s;
+                }
+            }
+        }
+    } else {
+        for (int64_t k = lane; k < K; k += 32) {
+            const float av = to_f32<T>(*(const T *)(arow + k * sizeof(T)));
+#pragma unroll
+            for (int c = 0; c < MMV_MAX_COLS; ++c)
+                if (c < ncols) acc[c] += av * *(const float *)(bbase + c * bs.nb[1] + k * bs.nb[0]);
+        }
+    }
+#pragma unroll
+    for (int c = 0; c < MMV_MAX_COLS; ++c) {
+        if (c < ncols) {
+            const float s = warp_sum(acc[c]);
+            if (lane == 0) *(float *)((char *)dst + row * ds.nb[0] + c * ds.nb[1] + i2 * ds.nb[2] + i3 * ds.nb[3]) = s;
+        }
+    }
+}
+
+// v2 for long rows (weights, K >= 1024) with the vector layout: one block of 128 threads per row,
+// each thread 16-byte loads strided by 128 x 16 bytes, NCOLS a template parameter; the 4 warps'
+// partial sums meet in shared memory.
+template <typename T, int NCOLS>
+static __global__ void __launch_bounds__(128)
+    k_mmv_v2(const char * a, const char * b, float * dst, int64_t K, cuda_shape as, cuda_shape bs, cuda_shape ds,
+             int64_t B2, int64_t r2, int64_t r3) {
+    constexpr int E = 16 / sizeof(T);
+    __shared__ float s_part[NCOLS][4];
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int64_t row = blockIdx.x, bz = blockIdx.y;
+    const int64_t i2 = bz % B2, i3 = bz / B2;
+    const char * arow = a + row * as.nb[1] + (i2 / r2) * as.nb[2] + (i3 / r3) * as.nb[3];
+    const char * bbase = b + i2 * bs.nb[2] + i3 * bs.nb[3];
+    float acc[NCOLS];
+#pragma unroll
+    for (int c = 0; c < NCOLS; ++c)
+        acc[c] = 0.0f;
+#pragma unroll 4
+    for (int64_t k = (int64_t)tid * E; k < K; k += 128 * E) {
+        const uint4 raw = *(const uint4 *)(arow + k * sizeof(T));
+        float av[E];
+        if constexpr (E == 8) {
+            const half2 * h = (const half2 *)&raw;
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const float2 f = __half22float2(h[j]);
+                av[2 * j] = f.x;
+                av[2 * j + 1] = f.y;
+            }
+        } else {
+            const float * f = (const float *)&raw;
+#pragma unroll
+            for (int j = 0; j < E; ++j)
+                av[j] = f[j];
+        }
+#pragma unroll
+        for (int c = 0; c < NCOLS; ++c) {
+            const float4 * bv = (const float4 *)(bbase + c * bs.nb[1] + k * 4);
+#pragma unroll
+            for (int j = 0; j < E / 4; ++j) {
+                const float4 x = bv[j];
+                acc[c] += av[4 * j] * x.x + av[4 * j + 1] * x.y + av[4 * j + 2] * x.z + av[4 * j + 3] * x.w;
+            }
+        }
+    }
+#pragma unroll
+    for (int c = 0; c < NCOLS; ++c) {
+        const float sw = warp_sum(acc[c]);
+        if (lane == 0) s_part[c][warp] = sw;
+    }
+    __syncthreads();
+    if (tid < NCOLS) {
+        const float sum = s_part[tid][0] + s_part[tid][1] + s_part[tid][2] + s_part[tid][3];
+        *(float *)((char *)dst + row * ds.nb[0] + tid * ds.nb[1] + i2 * ds.nb[2] + i3 * ds.nb[3]) = sum;
+    }
+}
+
+template <typename T>
+static void launch_mmv_v2(ggml_cuda_context & ctx, dim3 grid, int nc, const char * ap, const char * bp, float * dp,
+                          int64_t K, const cuda_shape & as, const cuda_shape & bs, const cuda_shape & ds, int64_t B2,
+                          int64_t r2, int64_t r3) {
+    switch (nc) {
+#define MMV_V2(n)                                                                                                      \
+    case n:                                                                                                            \
+        k_mmv_v2<T, n><<<grid, 128, 0, ctx.stream>>>(ap, bp, dp, K, as, bs, ds, B2, r2, r3);                           \
+        break;
+        MMV_V2(1)
+        MMV_V2(2) MMV_V2(3) MMV_V2(4) MMV_V2(5) MMV_V2(6) MMV_V2(7) MMV_V2(8)
+#undef MMV_V2
+            default : GGML_ABORT("mmv: %d columns", nc);
+    }
+}
+
+static bool aligned16(const void * p, const ggml_tensor * t) {
+    if ((uintptr_t)p % 16 != 0) return false;
+    for (int i = 1; i < 4; ++i)
+        if (t->ne[i] > 1 && t->nb[i] % 16 != 0) return false;
+    return true;
+}
+
+void ggml_cuda_mmv(ggml_cuda_context & ctx, const ggml_tensor * a, const ggml_tensor * b, ggml_tensor * dst) {
+    const size_t ts = ggml_type_size(a->type);
+    GGML_ASSERT((a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16) && a->nb[0] == ts);
+    GGML_ASSERT(b->type == GGML_TYPE_F32 && b->ne[1] <= MMV_MAX_COLS);
+    const int64_t K = a->ne[0], M = a->ne[1], B2 = b->ne[2], B3 = b->ne[3];
+    const bool vec = K % (16 / ts) == 0 && b->nb[0] == 4 && aligned16(a->data, a) && aligned16(b->data, b);
+    const int rpb = M >= 8 * ctx.n_sm ? 4 : M >= 4 * ctx.n_sm ? 2 : 1;
+    const dim3 grid((unsigned)cuda_ceil_div(M, rpb), (unsigned)(B2 * B3));
+    const cuda_shape as = cuda_shape_of(a), bs = cuda_shape_of(b), ds = cuda_shape_of(dst);
+    const int64_t r2 = B2 / a->ne[2], r3 = B3 / a->ne[3];
+    const char * ap = (const char *)a->data;
+    const char * bp = (const char *)b->data;
+    float * dp = (float *)dst->data;
+    const int nc = (int)b->ne[1];
+    if (vec && K >= 1024) { // long rows: a block per row
+        const dim3 grid2((unsigned)M, (unsigned)(B2 * B3));
+        if (a->type == GGML_TYPE_F16)
+            launch_mmv_v2<half>(ctx, grid2, nc, ap, bp, dp, K, as, bs, ds, B2, r2, r3);
+        else
+            launch_mmv_v2<float>(ctx, grid2, nc, ap, bp, dp, K, as, bs, ds, B2, r2, r3);
+        CUDA_CHECK_LAUNCH();
+        return;
+    }
+#define MMV_LAUNCH(T, V) k_mmv<T, V><<<grid, rpb * 32, 0, ctx.stream>>>(ap, bp, dp, K, M, nc, as, bs, ds, B2, r2, r3)
+    if (a->type == GGML_TYPE_F16) {
+        if (vec)
+            MMV_LAUNCH(half, true);
+        else
+            MMV_LAUNCH(half, false);
+    } else {
+        if (vec)
+            MMV_LAUNCH(float, true);
+        else
+            MMV_LAUNCH(float, false);
+    }
+#undef MMV_LAUNCH
+    CUDA_CHECK_LAUNCH();
+}

@@ -1,0 +1,99 @@
+// mulmat.cu - see mulmat.cuh.
+#include "cpy.cuh"
+#include "mmv.cuh"
+#include "mmvq.cuh"
+#include "mulmat.cuh"
+#include "quantize.cuh"
+
+// A tensor header describing dense scratch memory of `type` with t's ne.
+static ggml_tensor dense_copy(ggml_cuda_context & ctx, const ggml_tensor * t, ggml_type type) {
+    ggml_tensor c = *t;
+    c.type = type;
+    const cuda_shape s = ggml_cuda_contig_shape(type, t->ne);
+    for (int i = 0; i < 4; ++i)
+        c.nb[i] = (size_t)s.nb[i];
+    c.data = ctx.pool.alloc((size_t)(s.nb[3] * t->ne[3]));
+    ggml_cuda_convert(ctx, t, c.data, type, s);
+    c.view_src = nullptr;
+    return c;
+}
+
+static bool rows_dense(const ggml_tensor * t) { return t->nb[0] == ggml_type_size(t->type); }
+
+// cuBLAS path. a: f16 or f32 with dense rows; b: same type as a with dense rows.
+static void mul_mat_cublas(ggml_cuda_context & ctx, const ggml_tensor * a, const ggml_tensor * b, ggml_tensor * dst) {
+    const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1];
+    const int64_t A2 = a->ne[2], A3 = a->ne[3], B2 = b->ne[2], B3 = b->ne[3];
+    const int64_t r2 = B2 / A2, r3 = B3 / A3;
+    const size_t ts = ggml_type_size(a->type);
+    const cudaDataType_t dt = a->type == GGML_TYPE_F16 ? CUDA_R_16F : CUDA_R_32F;
+    const int64_t lda = a->nb[1] / ts, ldb = b->nb[1] / ts, ldc = dst->nb[1] / 4;
+    const float alpha = 1.0f, beta = 0.0f;
+    for (int64_t i3 = 0; i3 < B3; ++i3) {
+        const char * a3 = (const char *)a->data + (i3 / r3) * a->nb[3];
+        const char * b3 = (const char *)b->data + i3 * b->nb[3];
+        char * d3 = (char *)dst->data + i3 * dst->nb[3];
+        if (r2 == 1) { // one batched call over all B2 matrices
+            CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+                ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)M, (int)N, (int)K, &alpha, a3, dt, (int)lda,
+                (long long)(a->nb[2] / ts), b3, dt, (int)ldb, (long long)(b->nb[2] / ts), &beta, d3, CUDA_R_32F,
+                (int)ldc, (long long)(dst->nb[2] / 4), (int)B2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        } else { // GQA: each a matrix serves r2 consecutive b matrices (stride 0 over a)
+            for (int64_t i2a = 0; i2a < A2; ++i2a) {
+                CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+                    ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)M, (int)N, (int)K, &alpha, a3 + i2a * a->nb[2], dt,
+                    (int)lda, 0, b3 + i2a * r2 * b->nb[2], dt, (int)ldb, (long long)(b->nb[2] / ts), &beta,
+                    d3 + i2a * r2 * dst->nb[2], CUDA_R_32F, (int)ldc, (long long)(dst->nb[2] / 4), (int)r2,
+                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+            }
+        }
+    }
+}
+
+// cuBLAS needs ld >= rows and element-aligned strides
+static bool cublas_layout_ok(const ggml_tensor * t) {
+    const size_t ts = ggml_type_size(t->type);
+    if (!rows_dense(t)) return false;
+    for (int i = 1; i < 4; ++i)
+        if (t->nb[i] % ts != 0) return false;
+    return t->nb[1] / ts >= (size_t)t->ne[0] && (uintptr_t)t->data % 16 == 0;
+}
+
+GGML_CUDA_OP(mul_mat) {
+    const ggml_tensor * a = dst->src[0];
+    const ggml_tensor * b = dst->src[1];
+    GGML_ASSERT(b->type == GGML_TYPE_F32 && dst->type == GGML_TYPE_F32);
+    GGML_ASSERT(ggml_is_contiguous(dst));
+    if (ggml_nelements(dst) == 0) return;
+    const int64_t N = b->ne[1];
+    ggml_tensor a_tmp, b_tmp;
+
+    if (a->type == GGML_TYPE_Q8_0) {
+        if (N <= MUL_MAT_VEC_MAX_N) {
+            const int64_t nblk = ggml_nelements(b) / 32;
+            cuda_block_q8_1 * bq = (cuda_block_q8_1 *)ctx.pool.alloc(nblk * sizeof(cuda_block_q8_1));
+            ggml_cuda_quantize_q8_1(ctx, b, bq);
+            ggml_cuda_mmvq_q8_0(ctx, a, bq, b, dst);
+            return;
+        }
+        a_tmp = dense_copy(ctx, a, GGML_TYPE_F16);
+        a = &a_tmp;
+    }
+    if (!rows_dense(a)) { // e.g. a transposed view: make it dense first
+        a_tmp = dense_copy(ctx, a, a->type);
+        a = &a_tmp;
+    }
+    if (N <= MUL_MAT_VEC_MAX_N) {
+        ggml_cuda_mmv(ctx, a, b, dst);
+        return;
+    }
+    if (!cublas_layout_ok(a)) {
+        a_tmp = dense_copy(ctx, a, a->type);
+        a = &a_tmp;
+    }
+    if (b->type != a->type || !cublas_layout_ok(b)) {
+        b_tmp = dense_copy(ctx, b, a->type);
+        b = &b_tmp;
+    }
+    mul_mat_cublas(ctx, a, b, dst);
+}

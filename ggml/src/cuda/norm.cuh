@@ -1,0 +1,8 @@
+// norm.cuh - RMS_NORM over ne0 (f32 eps), and the fused RMS_NORM + MUL by a weight that
+// graph_compute uses when the norm's only user multiplies it.
+#pragma once
+#include "common.cuh"
+
+GGML_CUDA_OP(rms_norm);
+// mul: a MUL node whose src[0] is an RMS_NORM node; writes mul's result, the norm node is skipped.
+void ggml_cuda_op_rms_norm_mul(ggml_cuda_context & ctx, ggml_tensor * norm, ggml_tensor * mul);

@@ -1,0 +1,32 @@
+// quantize.cu - see quantize.cuh. One warp per 32-value block, one lane per value.
+#include "quantize.cuh"
+
+static __global__ void k_quantize_q8_1(const char * x, cuda_block_q8_1 * y, cuda_shape xs, int64_t nblk_total) {
+    const int64_t b = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    const int l = threadIdx.x % 32;
+    if (b >= nblk_total) return;
+    const int64_t nbr = xs.ne[0] / 32; // blocks per row
+    int64_t r = b / nbr;
+    const int64_t i0 = (b % nbr) * 32 + l;
+    const int64_t i1 = r % xs.ne[1];
+    r /= xs.ne[1];
+    const int64_t i2 = r % xs.ne[2];
+    const int64_t i3 = r / xs.ne[2];
+    const float v = *(const float *)(x + i0 * xs.nb[0] + i1 * xs.nb[1] + i2 * xs.nb[2] + i3 * xs.nb[3]);
+    const float amax = warp_max(fabsf(v));
+    const float d = amax / 127.0f;
+    const int q = amax == 0.0f ? 0 : (int)roundf(v / d);
+    const float sum = warp_sum((float)q);
+    y[b].qs[l] = (int8_t)q;
+    if (l == 0) y[b].ds = make_half2(__float2half_rn(d), __float2half_rn(d * sum));
+}
+
+void ggml_cuda_quantize_q8_1(ggml_cuda_context & ctx, const ggml_tensor * x, cuda_block_q8_1 * y) {
+    GGML_ASSERT(x->type == GGML_TYPE_F32 && x->ne[0] % 32 == 0);
+    const int64_t nblk = ggml_nelements(x) / 32;
+    if (nblk == 0) return;
+    const int bs = 256;
+    k_quantize_q8_1<<<cuda_ceil_div(nblk, bs / 32), bs, 0, ctx.stream>>>((const char *)x->data, y, cuda_shape_of(x),
+                                                                         nblk);
+    CUDA_CHECK_LAUNCH();
+}

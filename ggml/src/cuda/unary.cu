@@ -1,0 +1,55 @@
+// unary.cu - see unary.cuh. Grid: x over ne0 (so a single long row fills the GPU), y over rows.
+#include "unary.cuh"
+
+enum unary_kind { UNARY_SCALE, UNARY_SILU, UNARY_SWIGLU };
+
+static __device__ __forceinline__ float silu(float x) { return x / (1.0f + expf(-x)); }
+
+template <typename T, int KIND>
+static __global__ void k_unary(const char * a, const char * b, char * d, cuda_shape as, cuda_shape bs, cuda_shape ds,
+                               float s) {
+    for (int64_t rr = blockIdx.y; rr < (int64_t)ds.ne[1] * ds.ne[2] * ds.ne[3]; rr += gridDim.y) {
+        int64_t r = rr;
+        const int64_t i1 = r % ds.ne[1];
+        r /= ds.ne[1];
+        const int64_t i2 = r % ds.ne[2];
+        const int64_t i3 = r / ds.ne[2];
+        const char * ar = a + i1 * as.nb[1] + i2 * as.nb[2] + i3 * as.nb[3];
+        const char * br = KIND == UNARY_SWIGLU ? b + i1 * bs.nb[1] + i2 * bs.nb[2] + i3 * bs.nb[3] : nullptr;
+        char * dr = d + i1 * ds.nb[1] + i2 * ds.nb[2] + i3 * ds.nb[3];
+        for (int64_t i0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i0 < ds.ne[0];
+             i0 += (int64_t)gridDim.x * blockDim.x) {
+            const float x = to_f32<T>(*(const T *)(ar + i0 * as.nb[0]));
+            float y;
+            if (KIND == UNARY_SCALE)
+                y = x * s;
+            else if (KIND == UNARY_SILU)
+                y = silu(x);
+            else
+                y = silu(x) * to_f32<T>(*(const T *)(br + i0 * bs.nb[0]));
+            *(T *)(dr + i0 * ds.nb[0]) = from_f32<T>(y);
+        }
+    }
+}
+
+template <int KIND> static void unary(ggml_cuda_context & ctx, ggml_tensor * dst, float s) {
+    const ggml_tensor * a = dst->src[0];
+    const ggml_tensor * b = KIND == UNARY_SWIGLU ? dst->src[1] : a;
+    GGML_ASSERT(a->type == dst->type && b->type == dst->type);
+    const int64_t rows = ggml_nrows(dst);
+    if (rows == 0 || dst->ne[0] == 0) return;
+    const int bsz = dst->ne[0] >= 256 ? 256 : dst->ne[0] >= 128 ? 128 : 32;
+    const char * ap = (const char *)a->data;
+    const char * bp = (const char *)b->data;
+    if (dst->type == GGML_TYPE_F32)
+        k_unary<float, KIND><<<ew_grid(dst->ne[0], rows, bsz), bsz, 0, ctx.stream>>>(
+            ap, bp, (char *)dst->data, cuda_shape_of(a), cuda_shape_of(b), cuda_shape_of(dst), s);
+    else
+        k_unary<half, KIND><<<ew_grid(dst->ne[0], rows, bsz), bsz, 0, ctx.stream>>>(
+            ap, bp, (char *)dst->data, cuda_shape_of(a), cuda_shape_of(b), cuda_shape_of(dst), s);
+    CUDA_CHECK_LAUNCH();
+}
+
+GGML_CUDA_OP(scale) { unary<UNARY_SCALE>(ctx, dst, ggml_get_op_params_f32(dst, 0)); }
+GGML_CUDA_OP(silu) { unary<UNARY_SILU>(ctx, dst, 0.0f); }
+GGML_CUDA_OP(swiglu) { unary<UNARY_SWIGLU>(ctx, dst, 0.0f); }

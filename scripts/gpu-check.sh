@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# GPU check, run on the device machine (H100/H200, sm_90): build with CUDA, run the CUDA tests,
+# measure copy bandwidth, and (STAGE includes bench) benchmark random-weight Llama-2-7B / Llama-3-8B.
+#   bash scripts/gpu-check.sh                 # build + tests + bandwidth
+#   STAGE=bench MODELS="l2-q8_0 l2-f16" bash scripts/gpu-check.sh   # + benchmarks (models made in /tmp)
+# Header-only build deps (doctest, nlohmann-json) come from build-deps/*.deb when not installed;
+# the vocab files for the generator from build-deps/models (or $LLM_SHARED/models).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+OUT=${OUT:-/tmp/gpu-check-out}
+mkdir -p "$OUT"
+STAGE=${STAGE:-test}
+BUILD=${BUILD:-build-gpu}
+log() { echo "[gpu-check] $*"; }
+
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+
+prefix_args=()
+if ! dpkg -s doctest-dev >/dev/null 2>&1 && [ -d build-deps ]; then
+  mkdir -p /tmp/deps && for f in build-deps/*.deb; do dpkg -x "$f" /tmp/deps; done
+  prefix_args=(-DCMAKE_PREFIX_PATH=/tmp/deps/usr)
+fi
+export LLM_SHARED=${LLM_SHARED:-$ROOT/build-deps}
+
+t0=$(date +%s)
+cmake -S . -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON "${prefix_args[@]}" \
+  > "$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; exit 1; }
+targets=(test_backend_cuda bench-bw ${EXTRA_TARGETS:-})
+[ "$STAGE" = bench ] && targets+=(bench quantize)
+cmake --build "$BUILD" -j16 --target "${targets[@]}" > "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -30; tail -20 "$OUT/build.log"; exit 1; }
+log "build: $(( $(date +%s) - t0 )) s"
+
+summary=()
+if [ "$STAGE" != bench ] || [ "${RUN_TESTS:-0}" = 1 ]; then
+  "$BUILD/tests/test_backend_cuda" ${TEST_ARGS:-} > "$OUT/test_backend_cuda.log" 2>&1
+  rc=$?
+  grep -E "ERROR|FAILED|failed|nmse|SKIPPED|cases$|graph replays" "$OUT/test_backend_cuda.log" | grep -v "^\s*$" | head -60
+  tail -4 "$OUT/test_backend_cuda.log"
+  summary+=("test_backend_cuda rc=$rc")
+fi
+
+bw=$("$BUILD/bin/bench-bw" 4 20 | tee "$OUT/bw.txt" | awk '/^bw_GBps/ {print $2}')
+summary+=("copy bandwidth: ${bw} GB/s (read+write)")
+
+if [ "$STAGE" = bench ]; then
+  gen=gguf-py/scripts/gen_random_llama.py
+  PY=${PY:-python3}
+  declare -A files
+  for m in ${MODELS:-l2-q8_0 l2-f16}; do
+    case $m in
+      l2-f16)  f=/tmp/llama2-7b-f16.gguf;  [ -f $f ] || $PY $gen --preset llama2-7b --outtype f16 --out $f ;;
+      l2-q8_0) f=/tmp/llama2-7b-q8_0.gguf; [ -f /tmp/llama2-7b-f16.gguf ] || $PY $gen --preset llama2-7b --outtype f16 --out /tmp/llama2-7b-f16.gguf
+               [ -f $f ] || "$BUILD/bin/quantize" /tmp/llama2-7b-f16.gguf $f q8_0 16 > "$OUT/quantize.log" 2>&1 ;;
+      l3-f16)  f=/tmp/llama3-8b-f16.gguf;  [ -f $f ] || $PY $gen --preset llama3-8b --outtype f16 --out $f ;;
+      l3-q8_0) f=/tmp/llama3-8b-q8_0.gguf; [ -f /tmp/llama3-8b-f16.gguf ] || $PY $gen --preset llama3-8b --outtype f16 --out /tmp/llama3-8b-f16.gguf
+               [ -f $f ] || "$BUILD/bin/quantize" /tmp/llama3-8b-f16.gguf $f q8_0 16 > "$OUT/quantize.log" 2>&1 ;;
+    esac
+    files[$m]=$f
+  done
+  log "models ready: $(( $(date +%s) - t0 )) s"
+  echo "| model | size GB | test | t/s | roofline t/s (size / bw) | % of roofline |" > "$OUT/bench.md"
+  echo "| --- | --- | --- | --- | --- | --- |" >> "$OUT/bench.md"
+  if [ -n "${PROFILE_MODEL:-}" ]; then  # per-op GPU times (eager, one sync per graph)
+    GGML_CUDA_PROFILE=1 "$BUILD/bin/bench" -m "${files[$PROFILE_MODEL]}" -p ${PP:-512} -n ${TG:-128} -ngl 99 -r 1 -o md \
+      > "$OUT/profile.md" 2> "$OUT/profile.err"
+    grep -E "profile|ms/graph" "$OUT/profile.err" | head -40
+  fi
+  for m in ${MODELS:-l2-q8_0 l2-f16}; do
+    f=${files[$m]}
+    "$BUILD/bin/bench" -m "$f" -p ${PP:-512} -n ${TG:-128} -ngl 99 -r ${REPS:-3} -o md ${BENCH_ARGS:-} > "$OUT/bench-$m.md" 2> "$OUT/bench-$m.err"
+    cat "$OUT/bench-$m.md"
+    tail -3 "$OUT/bench-$m.err"
+    size=$(stat -c %s "$f")
+    # rows: | model | size | params | backend | ngl | threads | fa | test | t/s |
+    grep -E "\| *(pp|tg)[0-9]+" "$OUT/bench-$m.md" | while IFS='|' read -r _ c1 c2 c3 c4 c5 c6 c7 c8 c9 _; do
+      test=$(echo "$c8" | xargs); tps=$(echo "$c9" | xargs)
+      [ -z "$test" ] && continue
+      roof=$(awk -v s="$size" -v b="$bw" 'BEGIN { printf "%.0f", b * 1e9 / s }')
+      pct=$(awk -v t="${tps%% *}" -v r="$roof" 'BEGIN { if (r > 0) printf "%.0f", 100 * t / r }')
+      [[ $test == pp* ]] && roof="-" && pct="-"
+      echo "| $m | $(awk -v s=$size 'BEGIN{printf "%.2f", s/1e9}') | $test | $tps | $roof | $pct |" >> "$OUT/bench.md"
+    done
+  done
+  echo; cat "$OUT/bench.md"
+fi
+echo
+log "summary:"
+for s in "${summary[@]}"; do echo "  $s"; done

@@ -1,0 +1,441 @@
+// CUDA backend vs the CPU backend: every case of the shared table (backend_cases.h) plus CUDA-only
+// paths: q8_0 mat-vec (mmvq) with odd row counts, cuBLAS prefill (N = 512), attention through
+// mul_mat on permuted f16 KV-cache views with GQA, fused RMS_NORM+MUL, flash-decoding splits,
+// copies among f32/f16/q8_0, CUDA-graph replay after data and pointer changes, buffer errors.
+// Without a GPU (or a build without CUDA) it prints SKIPPED and exits 77 (CTest SKIP_RETURN_CODE).
+#include "backend_cases.h"
+#include "ggml-backend.h"
+#include "ggml.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <doctest/doctest.h>
+#include <map>
+#include <set>
+
+#ifndef GGML_USE_CUDA
+static const bool g_skip = [] {
+    printf("SKIPPED: built without CUDA\n");
+    std::exit(77);
+    return true;
+}();
+#else
+#include "ggml-cuda.h"
+
+static const bool g_skip = [] {
+    if (ggml_backend_cuda_get_device_count() == 0) {
+        printf("SKIPPED: no CUDA device\n");
+        std::exit(77);
+    }
+    return false;
+}();
+
+namespace {
+
+using build_fn = std::function<ggml_tensor *(ggml_context *)>;
+
+// Leaf bytes: the table's fill for f32/f16/i32; q8_0 leaves get random f32 quantized by the reference.
+std::vector<uint8_t> leaf_bytes(const ggml_tensor * t, uint64_t seed) {
+    if (t->type != GGML_TYPE_Q8_0) return backend_case_leaf_data(t, seed);
+    const int64_t n = ggml_nelements(t);
+    std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> f(n);
+    for (auto & x : f)
+        x = u(rng);
+    std::vector<uint8_t> out(ggml_nbytes(t));
+    quantize_row_q8_0_ref(f.data(), (block_q8_0 *)out.data(), n);
+    return out;
+}
+
+// Values of t (in ne order) from its bytes; q8_0 rows are dequantized with the reference code.
+std::vector<double> values_of(const ggml_tensor * t, const std::vector<uint8_t> & bytes) {
+    if (t->type != GGML_TYPE_Q8_0) return backend_case_values(t, bytes.data());
+    std::vector<double> v;
+    std::vector<float> row(t->ne[0]);
+    for (int64_t i3 = 0; i3 < t->ne[3]; ++i3)
+        for (int64_t i2 = 0; i2 < t->ne[2]; ++i2)
+            for (int64_t i1 = 0; i1 < t->ne[1]; ++i1) {
+                dequantize_row_q8_0((const block_q8_0 *)(bytes.data() + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3]),
+                                    row.data(), t->ne[0]);
+                v.insert(v.end(), row.begin(), row.end());
+            }
+    return v;
+}
+
+struct run_result {
+    std::vector<double> values;
+    bool ok = false;
+};
+
+// Build in a no_alloc context, place every tensor in one buffer of `backend`, fill leaves,
+// poison the rest (0xFF: NaN / -1), compute `reps` times, read the output.
+// pad > 0: a leading unused tensor of pad floats shifts every address in the buffer.
+run_result run_on(ggml_backend_t backend, const build_fn & build, uint64_t seed, int reps = 1, int64_t pad = 0) {
+    ggml_init_params ip = {64u * 1024 * 1024, nullptr, true};
+    ggml_context * ctx = ggml_init(ip);
+    if (pad > 0) ggml_set_name(ggml_new_tensor_1d(ctx, GGML_TYPE_F32, pad), "pad");
+    ggml_tensor * out = build(ctx);
+    ggml_cgraph * gf = ggml_new_graph_custom(ctx, 4096);
+    ggml_build_forward_expand(gf, out);
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, backend);
+    REQUIRE(buf != nullptr);
+    for (ggml_tensor * t = ggml_get_first_tensor(ctx); t; t = ggml_get_next_tensor(ctx, t)) {
+        if (t->view_src) continue;
+        if (t->op == GGML_OP_NONE) {
+            const std::vector<uint8_t> b = leaf_bytes(t, seed);
+            REQUIRE(b.size() == ggml_nbytes(t));
+            ggml_backend_tensor_set(t, b.data(), 0, b.size());
+        } else {
+            const std::vector<uint8_t> poison(ggml_nbytes(t), 0xFF);
+            ggml_backend_tensor_set(t, poison.data(), 0, poison.size());
+        }
+    }
+    run_result r;
+    r.ok = true;
+    for (int i = 0; i < reps && r.ok; ++i)
+        r.ok = ggml_backend_graph_compute(backend, gf) == GGML_STATUS_SUCCESS;
+    ggml_backend_synchronize(backend);
+    if (r.ok) {
+        std::vector<uint8_t> bytes(ggml_nbytes(out));
+        ggml_backend_tensor_get(out, bytes.data(), 0, bytes.size());
+        r.values = values_of(out, bytes);
+    }
+    ggml_backend_buffer_free(buf);
+    ggml_free(ctx);
+    return r;
+}
+
+struct backends {
+    ggml_backend_t cpu = nullptr, cuda = nullptr;
+    backends() {
+        cpu = ggml_backend_cpu_init();
+        ggml_backend_cpu_set_n_threads(cpu, 2);
+        cuda = ggml_backend_cuda_init(0);
+        REQUIRE(cuda != nullptr);
+    }
+    ~backends() {
+        ggml_backend_free(cuda);
+        ggml_backend_free(cpu);
+    }
+};
+
+// CUDA vs CPU on one graph; the node producing the output must be supported by CUDA.
+void compare(backends & be, const std::string & name, const build_fn & build, double max_nmse, uint64_t seed = 1) {
+    const run_result want = run_on(be.cpu, build, seed);
+    const run_result got = run_on(be.cuda, build, seed);
+    const double e = got.ok && want.ok ? backend_case_nmse(got.values, want.values) : INFINITY;
+    INFO(name, " nmse ", e, " (max ", max_nmse, ")");
+    CHECK(want.ok);
+    CHECK(got.ok);
+    CHECK(e <= max_nmse);
+}
+
+bool cuda_supports_graph(ggml_backend_t cuda, const build_fn & build) {
+    ggml_init_params ip = {16u * 1024 * 1024, nullptr, true};
+    ggml_context * ctx = ggml_init(ip);
+    ggml_tensor * out = build(ctx);
+    ggml_cgraph * gf = ggml_new_graph_custom(ctx, 4096);
+    ggml_build_forward_expand(gf, out);
+    bool ok = true;
+    for (int i = 0; i < ggml_graph_n_nodes(gf); ++i)
+        ok = ok && ggml_backend_supports_op(cuda, ggml_graph_node(gf, i));
+    ggml_free(ctx);
+    return ok;
+}
+
+ggml_tensor * leaf(ggml_context * ctx, ggml_type type, int64_t ne0, int64_t ne1, int64_t ne2, const char * name,
+                   int64_t ne3 = 1) {
+    ggml_tensor * t = ggml_new_tensor_4d(ctx, type, ne0, ne1, ne2, ne3);
+    ggml_set_name(t, name);
+    return t;
+}
+
+} // namespace
+
+TEST_CASE("shared case table: every case on CUDA matches the CPU") {
+    backends be;
+    std::map<std::string, int> per_group;
+    int unsupported = 0;
+    for (const backend_case & c : backend_cases()) {
+        if (!cuda_supports_graph(be.cuda, c.build)) {
+            ++unsupported;
+            MESSAGE("not supported on CUDA: ", c.name);
+            continue;
+        }
+        // CPU and CUDA differ in rounding only: allow the f32 level where the table demands exactness
+        // for float results computed with transcendental functions
+        const double tol = c.max_nmse > 0 ? c.max_nmse : 0.0;
+        compare(be, c.name, c.build, tol, backend_case_seed(c));
+        ++per_group[c.group];
+    }
+    for (auto & [g, n] : per_group)
+        MESSAGE(g, ": ", n, " cases");
+    CHECK(unsupported == 0);
+    CHECK(!per_group.empty());
+}
+
+TEST_CASE("mul_mat q8_0: mmvq decode (odd rows, 1..8 columns) and cuBLAS prefill") {
+    backends be;
+    for (int64_t K : {32, 96, 4096, 8448}) {
+        for (int64_t M : {1, 37, 333}) {
+            for (int64_t N : {1, 3, 8, 9, 64}) {
+                if (K >= 4096 && N == 64 && M == 1) continue;
+                compare(
+                    be, "q8_0 K" + std::to_string(K) + " M" + std::to_string(M) + " N" + std::to_string(N),
+                    [=](ggml_context * ctx) {
+                        return ggml_mul_mat(ctx, leaf(ctx, GGML_TYPE_Q8_0, K, M, 1, "w"),
+                                            leaf(ctx, GGML_TYPE_F32, K, N, 1, "x"));
+                    },
+                    2e-4);
+            }
+        }
+    }
+    // prefill size: N = 512 through cuBLAS (weights dequantized to f16)
+    compare(
+        be, "q8_0 prefill K1024 M300 N512",
+        [](ggml_context * ctx) {
+            return ggml_mul_mat(ctx, leaf(ctx, GGML_TYPE_Q8_0, 1024, 300, 1, "w"),
+                                leaf(ctx, GGML_TYPE_F32, 1024, 512, 1, "x"));
+        },
+        2e-4);
+    // activations that are a permuted (non-contiguous) view
+    compare(
+        be, "q8_0 permuted activations",
+        [](ggml_context * ctx) {
+            ggml_tensor * x = ggml_permute(ctx, leaf(ctx, GGML_TYPE_F32, 64, 2, 3, "x"), 0, 2, 1, 3); // [64,3,2]
+            return ggml_mul_mat(ctx, leaf(ctx, GGML_TYPE_Q8_0, 64, 19, 1, "w"), x);
+        },
+        2e-4);
+}
+
+TEST_CASE("mul_mat f16/f32: mmv decode and cuBLAS prefill") {
+    backends be;
+    for (ggml_type t : {GGML_TYPE_F16, GGML_TYPE_F32}) {
+        for (int64_t K : {40, 256, 1000, 2048}) {
+            for (int64_t N : {1, 5, 8, 33, 512}) {
+                const int64_t M = 71;
+                compare(
+                    be, std::string(ggml_type_name(t)) + " K" + std::to_string(K) + " N" + std::to_string(N),
+                    [=](ggml_context * ctx) {
+                        return ggml_mul_mat(ctx, leaf(ctx, t, K, M, 1, "w"), leaf(ctx, GGML_TYPE_F32, K, N, 1, "x"));
+                    },
+                    t == GGML_TYPE_F16 && N > 8 ? 2e-5 : 1e-6);
+            }
+        }
+    }
+}
+
+TEST_CASE("attention through mul_mat on permuted f16 KV-cache views with GQA") {
+    backends be;
+    const int64_t D = 64, n_ctx = 100, n_kv = 77, n_head = 8, n_head_kv = 2;
+    for (int64_t n_tokens : {1, 4, 33}) {
+        for (bool v_trans : {true, false}) {
+            compare(
+                be,
+                "attn n_tokens " + std::to_string(n_tokens) +
+                    (v_trans ? " v transposed cache" : " v cont of transposed view"),
+                [=](ggml_context * ctx) {
+                    // K cache [D, n_head_kv, n_ctx] (token-major, as written per step); view the first n_kv
+                    ggml_tensor * kc = leaf(ctx, GGML_TYPE_F16, D * n_head_kv, n_ctx, 1, "kcache");
+                    ggml_tensor * k = ggml_view_3d(ctx, kc, D, n_kv, n_head_kv, kc->nb[1], D * 2, 0);
+                    ggml_tensor * q0 = leaf(ctx, GGML_TYPE_F32, D, n_head, n_tokens, "q");
+                    ggml_tensor * q = ggml_permute(ctx, q0, 0, 2, 1, 3); // [D, n_tokens, n_head]
+                    ggml_tensor * kq = ggml_mul_mat(ctx, k, q);          // [n_kv, n_tokens, n_head]
+                    kq = ggml_soft_max_causal(ctx, kq, 0.125f, (int)(n_kv - n_tokens));
+                    ggml_tensor * v;
+                    if (v_trans) { // V cache stored transposed: [n_ctx, D, n_head_kv]
+                        ggml_tensor * vc = leaf(ctx, GGML_TYPE_F16, n_ctx, D, n_head_kv, "vcache");
+                        v = ggml_view_3d(ctx, vc, n_kv, D, n_head_kv, vc->nb[1], vc->nb[2], 0);
+                    } else { // same layout as K: transposed into a dense copy first
+                        ggml_tensor * vc = leaf(ctx, GGML_TYPE_F16, D * n_head_kv, n_ctx, 1, "vcache");
+                        v = ggml_view_3d(ctx, vc, D, n_kv, n_head_kv, vc->nb[1], D * 2, 0);
+                        v = ggml_cont(ctx, ggml_permute(ctx, v, 1, 0, 2, 3)); // [n_kv, D, n_head_kv]
+                    }
+                    return ggml_mul_mat(ctx, v, kq); // [D, n_tokens, n_head]
+                },
+                n_tokens > 8 ? 2e-5 : 1e-6);
+        }
+    }
+}
+
+TEST_CASE("flash_attn_ext: flash-decoding splits, long KV, GQA, f16 mask, causal prefill") {
+    backends be;
+    struct fc {
+        int64_t D, n_tokens, n_head, n_head_kv, n_kv;
+        bool causal;
+    };
+    for (fc c : {fc{128, 1, 32, 8, 1000, false}, fc{128, 1, 32, 32, 700, true}, fc{64, 3, 4, 1, 513, true},
+                 fc{128, 64, 8, 2, 200, true}, fc{80, 7, 6, 3, 333, false}, fc{256, 2, 2, 1, 100, true}}) {
+        for (int mask : {0, 1}) {
+            compare(
+                be,
+                "fattn D" + std::to_string(c.D) + " T" + std::to_string(c.n_tokens) + " H" + std::to_string(c.n_head) +
+                    "/" + std::to_string(c.n_head_kv) + " kv" + std::to_string(c.n_kv) + (mask ? " mask" : "") +
+                    (c.causal ? " causal" : ""),
+                [=](ggml_context * ctx) {
+                    const int64_t n_ctx = c.n_kv + 24;
+                    ggml_tensor * q =
+                        ggml_permute(ctx, leaf(ctx, GGML_TYPE_F32, c.D, c.n_head, c.n_tokens, "q"), 0, 2, 1, 3);
+                    ggml_tensor * kc = leaf(ctx, GGML_TYPE_F16, c.D * c.n_head_kv, n_ctx, 1, "kc");
+                    ggml_tensor * vc = leaf(ctx, GGML_TYPE_F16, c.D * c.n_head_kv, n_ctx, 1, "vc");
+                    ggml_tensor * k = ggml_view_3d(ctx, kc, c.D, c.n_kv, c.n_head_kv, kc->nb[1], c.D * 2, 0);
+                    ggml_tensor * v = ggml_view_3d(ctx, vc, c.D, c.n_kv, c.n_head_kv, vc->nb[1], c.D * 2, 0);
+                    ggml_tensor * m = mask ? leaf(ctx, GGML_TYPE_F16, c.n_kv, c.n_tokens, 1, "maskx") : nullptr;
+                    return ggml_flash_attn_ext(ctx, q, k, v, m, 1.0f / std::sqrt((float)c.D),
+                                               c.causal ? (int)(c.n_kv - c.n_tokens) : -1);
+                },
+                2e-5);
+        }
+    }
+}
+
+TEST_CASE("rms_norm fused with mul, and not fused when the norm has another user") {
+    backends be;
+    for (int64_t n : {7, 64, 4096, 5120}) {
+        compare(
+            be, "rms_norm*w n" + std::to_string(n),
+            [=](ggml_context * ctx) {
+                ggml_tensor * x = leaf(ctx, GGML_TYPE_F32, n, 5, 1, "x");
+                return ggml_mul(ctx, ggml_rms_norm(ctx, x, 1e-5f), leaf(ctx, GGML_TYPE_F32, n, 1, 1, "w"));
+            },
+            1e-7);
+    }
+    compare(
+        be, "rms_norm used twice",
+        [](ggml_context * ctx) {
+            ggml_tensor * nrm = ggml_rms_norm(ctx, leaf(ctx, GGML_TYPE_F32, 300, 3, 1, "x"), 1e-6f);
+            ggml_tensor * y = ggml_mul(ctx, nrm, leaf(ctx, GGML_TYPE_F32, 300, 1, 1, "w"));
+            return ggml_add(ctx, y, nrm);
+        },
+        1e-7);
+}
+
+TEST_CASE("copies among f32/f16/q8_0, contiguous and not; get_rows of each type") {
+    backends be;
+    const ggml_type types[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_Q8_0};
+    for (ggml_type ts : types) {
+        for (ggml_type td : types) {
+            // src: a permuted view (f32/f16) or a row-offset view (q8_0); dst: a strided view of a bigger cache
+            compare(
+                be, std::string("cpy ") + ggml_type_name(ts) + " -> " + ggml_type_name(td),
+                [=](ggml_context * ctx) {
+                    ggml_tensor * s = leaf(ctx, ts, 64, 6, 5, "src");
+                    if (ts != GGML_TYPE_Q8_0)
+                        s = ggml_permute(ctx, s, 0, 2, 1, 3); // [64, 5, 6]
+                    else
+                        s = ggml_view_3d(ctx, s, 64, 5, 5, s->nb[1], s->nb[2], s->nb[1]);
+                    ggml_tensor * cache = leaf(ctx, td, 64, 40, 1, "cache");
+                    ggml_tensor * d = ggml_view_2d(ctx, cache, 64, ts == GGML_TYPE_Q8_0 ? 25 : 30, cache->nb[1] * 1,
+                                                   cache->nb[1] * 3);
+                    ggml_tensor * c = ggml_cpy(ctx, s, d);
+                    // read back through a full f32 copy of the cache region written (cont of the view)
+                    return c;
+                },
+                td == GGML_TYPE_Q8_0 && ts != GGML_TYPE_Q8_0 ? 1e-6 : 0.0);
+        }
+        compare(
+            be, std::string("get_rows ") + ggml_type_name(ts),
+            [=](ggml_context * ctx) {
+                return ggml_get_rows(ctx, leaf(ctx, ts, 96, 100, 1, "tok_embd"),
+                                     leaf(ctx, GGML_TYPE_I32, 17, 1, 1, "ids"));
+            },
+            0.0);
+    }
+    compare(
+        be, "cont of transposed f16",
+        [](ggml_context * ctx) {
+            return ggml_cont(ctx, ggml_transpose(ctx, leaf(ctx, GGML_TYPE_F16, 33, 17, 2, "x")));
+        },
+        0.0);
+}
+
+TEST_CASE("CUDA graphs: replay after data, pointer and KV-length changes equals eager execution") {
+    // a decode-like step: norm*w, q8_0 projection, rope, attention over a KV view of n_kv cells,
+    // f16 output projection, silu, scale
+    const auto step = [](int64_t n_kv) {
+        return [n_kv](ggml_context * ctx) {
+            const int64_t D = 64, H = 4, HKV = 2;
+            ggml_tensor * x = leaf(ctx, GGML_TYPE_F32, D * H, 1, 1, "x");
+            ggml_tensor * h = ggml_mul(ctx, ggml_rms_norm(ctx, x, 1e-5f), leaf(ctx, GGML_TYPE_F32, D * H, 1, 1, "wn"));
+            ggml_tensor * q = ggml_mul_mat(ctx, leaf(ctx, GGML_TYPE_Q8_0, D * H, D * H, 1, "wq"), h);
+            q = ggml_rope_ext(ctx, ggml_reshape_3d(ctx, q, D, H, 1), leaf(ctx, GGML_TYPE_I32, 1, 1, 1, "pos"), nullptr,
+                              (int)D, GGML_ROPE_TYPE_NORMAL, 10000.0f, 1.0f);
+            ggml_tensor * kc = leaf(ctx, GGML_TYPE_F16, D * HKV, 600, 1, "kc");
+            ggml_tensor * vc = leaf(ctx, GGML_TYPE_F16, D * HKV, 600, 1, "vc");
+            ggml_tensor * k = ggml_view_3d(ctx, kc, D, n_kv, HKV, kc->nb[1], D * 2, 0);
+            ggml_tensor * v = ggml_view_3d(ctx, vc, D, n_kv, HKV, vc->nb[1], D * 2, 0);
+            ggml_tensor * a =
+                ggml_flash_attn_ext(ctx, ggml_permute(ctx, q, 0, 2, 1, 3), k, v, nullptr, 0.125f, (int)n_kv - 1);
+            ggml_tensor * o =
+                ggml_mul_mat(ctx, leaf(ctx, GGML_TYPE_F16, D * H, 300, 1, "wo"), ggml_reshape_2d(ctx, a, D * H, 1));
+            return ggml_scale(ctx, ggml_silu(ctx, o), 0.5f);
+        };
+    };
+    setenv("GGML_CUDA_DISABLE_GRAPHS", "1", 1);
+    ggml_backend_t eager = ggml_backend_cuda_init(0);
+    unsetenv("GGML_CUDA_DISABLE_GRAPHS");
+    ggml_backend_t graphs = ggml_backend_cuda_init(0);
+    REQUIRE(eager);
+    REQUIRE(graphs);
+    struct run {
+        uint64_t seed;
+        int64_t n_kv, pad;
+    };
+    for (run r : {run{11, 50, 0}, run{12, 50, 0}, run{13, 50, 64}, run{14, 300, 64}, run{15, 513, 128}}) {
+        // reps = 3: the first sighting runs eagerly, then capture (or update), then replay
+        const run_result want = run_on(eager, step(r.n_kv), r.seed, 3, r.pad);
+        const run_result got = run_on(graphs, step(r.n_kv), r.seed, 3, r.pad);
+        REQUIRE(want.ok);
+        REQUIRE(got.ok);
+        INFO("seed ", r.seed, " n_kv ", r.n_kv, " pad ", r.pad);
+        CHECK(backend_case_nmse(got.values, want.values) == 0.0);
+    }
+    int n_replay = 0, n_update = 0, n_inst = 0;
+    ggml_backend_cuda_get_graph_stats(graphs, &n_replay, &n_update, &n_inst);
+    MESSAGE("graph replays ", n_replay, ", updates ", n_update, ", instantiations ", n_inst);
+    CHECK(n_replay >= 5);          // unchanged pointers, shapes and params: launched as is
+    CHECK(n_update + n_inst >= 3); // moved pointers / longer KV: captured again
+    ggml_backend_free(graphs);
+    ggml_backend_free(eager);
+}
+
+TEST_CASE("buffers: set/get with offsets, clear, memory query, allocation failure is an error not an abort") {
+    backends be;
+    ggml_backend_buffer_type_t buft = ggml_backend_cuda_buffer_type(0);
+    REQUIRE(buft);
+    CHECK(ggml_backend_cuda_buffer_type(1000) == nullptr);
+    CHECK(ggml_backend_cuda_init(1000) == nullptr);
+    CHECK(ggml_backend_is_cuda(be.cuda));
+    CHECK(!ggml_backend_is_cuda(be.cpu));
+    CHECK(ggml_backend_supports_buft(be.cuda, buft));
+    CHECK(!ggml_backend_supports_buft(be.cuda, ggml_backend_cpu_buffer_type()));
+    size_t free_b = 0, total_b = 0;
+    ggml_backend_cuda_get_device_memory(0, &free_b, &total_b);
+    CHECK(total_b > 0);
+    CHECK(free_b <= total_b);
+    // far more than the device has: nullptr and a logged reason
+    CHECK(ggml_backend_buft_alloc_buffer(buft, total_b * 4) == nullptr);
+
+    ggml_init_params ip = {1u << 20, nullptr, true};
+    ggml_context * ctx = ggml_init(ip);
+    ggml_tensor * t = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 1000);
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(ctx, buft);
+    REQUIRE(buf);
+    ggml_backend_buffer_clear(buf, 0);
+    std::vector<float> a(1000), b(1000, -1.0f);
+    for (int i = 0; i < 1000; ++i)
+        a[i] = (float)i * 0.5f + 1.0f;
+    ggml_backend_tensor_set(t, a.data() + 100, 400, 300 * 4);
+    ggml_backend_tensor_get(t, b.data(), 0, 4000);
+    for (int i = 0; i < 1000; ++i)
+        CHECK(b[i] == (i >= 100 && i < 400 ? a[i] : 0.0f));
+    ggml_backend_buffer_free(buf);
+    ggml_free(ctx);
+
+    ggml_backend_buffer_t host = ggml_backend_buft_alloc_buffer(ggml_backend_cuda_host_buffer_type(), 4096);
+    REQUIRE(host);
+    CHECK(ggml_backend_buffer_is_host(host));
+    ggml_backend_buffer_free(host);
+}
+#endif
