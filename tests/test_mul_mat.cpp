@@ -1,6 +1,8 @@
 // test_mul_mat.cpp - CPU mul_mat (f32/f16/q8_0 weights) against double-precision loops:
 // odd sizes, GQA broadcast, transposed/permuted activations, permuted/strided weight views
-// (a KV-cache style f16 view), 1-3 threads.
+// (a KV-cache style f16 view), 1-3 threads; the AMX q8_0 path and the transposed-panel float path
+// with their tails. GGML_NO_AMX=1 runs the q8_0 batches on the AVX-512 VNNI tiles instead.
+#include "cpu/amx.h"
 #include "ggml-impl.h"
 #include "test_util.h"
 
@@ -8,6 +10,7 @@
 #include <cstring>
 #include <doctest/doctest.h>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace {
@@ -131,10 +134,8 @@ TEST_CASE("mul_mat f32 / f16 weights, odd sizes, 1-3 threads") {
                         CAPTURE(M);
                         CAPTURE(N);
                         CAPTURE(nth);
-                        // f16 weights with N > 1: activations are rounded to f16 (ggml does the same)
-                        const act_ref ar = (ta == GGML_TYPE_F16 && N > 1) ? act_ref::f16 : act_ref::exact;
-                        CHECK(check_mul_mat(out, a, b, ar, 1e-5) == 0);
-                        if (ta == GGML_TYPE_F16) CHECK(check_mul_mat(out, a, b, act_ref::exact, 1e-3) == 0);
+                        // activations stay f32 for f16 weights too (ggml rounds them to f16 when N > 1)
+                        CHECK(check_mul_mat(out, a, b, act_ref::exact, 1e-5) == 0);
                         ggml_free(ctx);
                     }
                 }
@@ -192,9 +193,7 @@ TEST_CASE("mul_mat broadcast (GQA): a [K, M, 2, 1] x b [K, N, 4, 2]") {
                 INFO("ta = " << ggml_type_name(ta));
                 CAPTURE(N);
                 CAPTURE(nth);
-                const act_ref ar = ta == GGML_TYPE_Q8_0             ? act_ref::q8_1
-                                   : (ta == GGML_TYPE_F16 && N > 1) ? act_ref::f16
-                                                                    : act_ref::exact;
+                const act_ref ar = ta == GGML_TYPE_Q8_0 ? act_ref::q8_1 : act_ref::exact;
                 CHECK(check_mul_mat(out, a, b, ar, 1e-5) == 0);
                 ggml_free(ctx);
             }
@@ -229,9 +228,7 @@ TEST_CASE("mul_mat with transposed and permuted activations") {
             compute(ctx, o2, nth);
             INFO("ta = " << ggml_type_name(ta));
             CAPTURE(nth);
-            const act_ref ar = ta == GGML_TYPE_Q8_0  ? act_ref::q8_1
-                               : ta == GGML_TYPE_F16 ? act_ref::f16
-                                                     : act_ref::exact;
+            const act_ref ar = ta == GGML_TYPE_Q8_0 ? act_ref::q8_1 : act_ref::exact;
             CHECK(check_mul_mat(o1, a, b1, ar, 1e-5) == 0);
             CHECK(check_mul_mat(o2, a, b2, ar, 1e-5) == 0);
             ggml_free(ctx);
@@ -263,9 +260,7 @@ TEST_CASE("mul_mat with a permuted KV-cache style weight view") {
                 INFO("ta = " << ggml_type_name(ta));
                 CAPTURE(n_tokens);
                 CAPTURE(nth);
-                const act_ref ar = ta == GGML_TYPE_Q8_0                    ? act_ref::q8_1
-                                   : (ta == GGML_TYPE_F16 && n_tokens > 1) ? act_ref::f16
-                                                                           : act_ref::exact;
+                const act_ref ar = ta == GGML_TYPE_Q8_0 ? act_ref::q8_1 : act_ref::exact;
                 CHECK(check_mul_mat(kq, k, q, ar, 1e-5) == 0);
                 ggml_free(ctx);
             }
@@ -287,8 +282,84 @@ TEST_CASE("mul_mat with strided weight rows (row view of a wider tensor)") {
         poison(out);
         compute(ctx, out, 2);
         INFO("ta = " << ggml_type_name(ta));
-        const act_ref ar = ta == GGML_TYPE_Q8_0 ? act_ref::q8_1 : ta == GGML_TYPE_F16 ? act_ref::f16 : act_ref::exact;
+        const act_ref ar = ta == GGML_TYPE_Q8_0 ? act_ref::q8_1 : act_ref::exact;
         CHECK(check_mul_mat(out, a, b, ar, 1e-5) == 0);
         ggml_free(ctx);
+    }
+}
+
+TEST_CASE("mul_mat q8_0 prompt batches (AMX int8 tiles where the CPU has them): panel and group tails") {
+    // AMX path: 32-row panels (two 16-row A tiles), groups of 16 columns in pairs. M covers a full
+    // panel, a last panel of 1, 16 and 18 rows; N covers 2 (padding), 16, 17, 64 and 512 columns
+    // (several column chunks for the big K). Run with GGML_NO_AMX=1 for the AVX-512 VNNI tiles.
+    const std::string amx = ggml_cpu_amx_int8_available() ? "on" : "off (VNNI tiles)";
+    MESSAGE("AMX int8: " << amx);
+    std::mt19937 rng(48);
+    struct shape {
+        int64_t K, M, N;
+    };
+    const shape shapes[] = {{32, 33, 2},    {64, 48, 16},   {96, 50, 17},    {4128, 64, 64},
+                            {256, 80, 512}, {2048, 32, 40}, {5632, 17, 300}, {64, 1, 512}};
+    for (const shape & sh : shapes) {
+        for (int nth = 1; nth <= 3; nth += 2) {
+            ggml_context * ctx = new_ctx();
+            ggml_tensor * a = ggml_new_tensor_2d(ctx, GGML_TYPE_Q8_0, sh.K, sh.M);
+            ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, sh.K, sh.N);
+            fill(a, rng);
+            fill(b, rng);
+            ggml_tensor * out = ggml_mul_mat(ctx, a, b);
+            poison(out);
+            compute(ctx, out, nth);
+            CAPTURE(sh.K);
+            CAPTURE(sh.M);
+            CAPTURE(sh.N);
+            CAPTURE(nth);
+            CHECK(check_mul_mat(out, a, b, act_ref::q8_1, 1e-5) == 0);
+            ggml_free(ctx);
+        }
+    }
+}
+
+TEST_CASE("mul_mat q8_0 prompt batch with GQA broadcast and transposed activations (AMX packing)") {
+    std::mt19937 rng(49);
+    for (int nth = 1; nth <= 2; ++nth) {
+        ggml_context * ctx = new_ctx();
+        ggml_tensor * a = ggml_new_tensor_4d(ctx, GGML_TYPE_Q8_0, 128, 40, 2, 1);
+        ggml_tensor * bt = ggml_new_tensor_4d(ctx, GGML_TYPE_F32, 19, 128, 4, 1);
+        fill(a, rng);
+        fill(bt, rng);
+        ggml_tensor * b = ggml_transpose(ctx, bt); // [128, 19, 4], element stride 19 floats
+        ggml_tensor * out = ggml_mul_mat(ctx, a, b);
+        poison(out);
+        compute(ctx, out, nth);
+        CAPTURE(nth);
+        CHECK(check_mul_mat(out, a, b, act_ref::q8_1, 1e-5) == 0);
+        ggml_free(ctx);
+    }
+}
+
+TEST_CASE("mul_mat float weights, several columns (transposed 16-row panels): K, row and column tails") {
+    std::mt19937 rng(50);
+    for (ggml_type ta : {GGML_TYPE_F16, GGML_TYPE_F32}) {
+        for (int64_t K : {1, 16, 17, 64, 300}) {
+            for (int64_t M : {15, 16, 40}) {
+                for (int64_t N : {4, 8, 9, 70}) {
+                    ggml_context * ctx = new_ctx();
+                    ggml_tensor * a = ggml_new_tensor_2d(ctx, ta, K, M);
+                    ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, N);
+                    fill(a, rng);
+                    fill(b, rng);
+                    ggml_tensor * out = ggml_mul_mat(ctx, a, b);
+                    poison(out);
+                    compute(ctx, out, 2);
+                    INFO("ta = " << ggml_type_name(ta));
+                    CAPTURE(K);
+                    CAPTURE(M);
+                    CAPTURE(N);
+                    CHECK(check_mul_mat(out, a, b, act_ref::exact, 1e-5) == 0);
+                    ggml_free(ctx);
+                }
+            }
+        }
     }
 }

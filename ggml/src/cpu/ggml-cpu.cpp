@@ -77,6 +77,7 @@ static ggml_status cpu_graph_compute(ggml_cpu_threadpool & tp, ggml_cpu_work_buf
         p.wdata = wdata;
         p.wsize = wsize;
         p.barrier = [&tp] { tp.barrier(); };
+        p.counter = nth > 1 ? tp.counter() : nullptr;
         for (size_t i = 0; i < nodes.size(); ++i) {
             ggml_cpu_compute_node(p, nodes[i]);
             if (i + 1 < nodes.size()) tp.barrier();

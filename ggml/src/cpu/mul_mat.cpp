@@ -5,17 +5,21 @@
 //   dst: f32 [M, N, B2, B3]; dst[m, n, i2, i3] = dot(a[:, m, i2/(B2/A2), i3/(B3/A3)], b[:, n, i2, i3])
 //
 // Phase 1: b rows are converted (by all threads) into p.wdata as the dot's activation type:
-// q8_1 for q8_0 weights, f16 for f16 weights when N > 1 (f16 x f16 dot, as ggml does), f32
-// otherwise when b's rows are not dense f32. Barrier. Phase 2: work units of (batch, column
-// chunk, row block) are split across threads; each is computed in register tiles of up to 4 rows
-// x 4 columns, so a weight row is loaded once for 4 activation columns.
+// q8_1 for q8_0 weights, else f32 when b's rows are not dense f32 (f16 weights are not rounding
+// the activations to f16, unlike ggml: with N >= 4 the weight rows are widened to f32 per unit). Barrier. Phase 2: work
+// units of (batch, column chunk, row block) are split across threads; each is computed in register tiles of up to 4
+// rows x 4 columns, so a weight row is loaded once for 4 activation columns. q8_0 weights with N >= 2 go to AMX int8
+// tiles instead when the CPU has them (cpu/amx.cpp).
 #include "cpu/mul_mat.h"
 
+#include "cpu/amx.h"
+#include "cpu/gemm_t16.h"
 #include "cpu/ops.h"
 #include "cpu/vec_dot.h"
 #include "ggml-impl.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -36,8 +40,8 @@ mm_plan mul_mat_plan(const ggml_tensor * dst) {
         case GGML_TYPE_F32:
             pl.vec_type = GGML_TYPE_F32;
             break;
-        case GGML_TYPE_F16:
-            pl.vec_type = b->ne[1] > 1 ? GGML_TYPE_F16 : GGML_TYPE_F32;
+        case GGML_TYPE_F16: // f32 activations: f16 rows are widened (per panel when N >= 4, else per step)
+            pl.vec_type = GGML_TYPE_F32;
             break;
         case GGML_TYPE_Q8_0:
             pl.vec_type = GGML_TYPE_Q8_1;
@@ -82,7 +86,10 @@ void convert_row(const ggml_tensor * b, const char * src, ggml_type vec_type, vo
 
 } // namespace
 
-size_t ggml_cpu_mul_mat_work_size(const ggml_tensor * dst) { return mul_mat_plan(dst).wsize; }
+size_t ggml_cpu_mul_mat_work_size(const ggml_tensor * dst) {
+    if (ggml_cpu_amx_q8_0_use(dst)) return ggml_cpu_amx_q8_0_work_size(dst);
+    return mul_mat_plan(dst).wsize;
+}
 
 void ggml_cpu_op_mul_mat(const ggml_cpu_params & p, ggml_tensor * dst) {
     const ggml_tensor * a = dst->src[0]; // [K, M, A2, A3]
@@ -96,6 +103,11 @@ void ggml_cpu_op_mul_mat(const ggml_cpu_params & p, ggml_tensor * dst) {
     GGML_ASSERT(A2 > 0 && A3 > 0 && B2 % A2 == 0 && B3 % A3 == 0);
     GGML_ASSERT(a->nb[0] == ggml_type_size(a->type)); // each weight row dense
     GGML_ASSERT(K % ggml_blck_size(a->type) == 0);
+
+    if (ggml_cpu_amx_q8_0_use(dst)) { // prompt batches on AMX int8 tiles (cpu/amx.cpp)
+        ggml_cpu_amx_q8_0_mul_mat(p, dst);
+        return;
+    }
 
     const mm_plan pl = mul_mat_plan(dst);
 
@@ -120,38 +132,56 @@ void ggml_cpu_op_mul_mat(const ggml_cpu_params & p, ggml_tensor * dst) {
 
     // phase 2: units = (batch, column chunk, row block), row block innermost so that one
     // thread's consecutive units share the column chunk (kept in cache) and stream weights.
+    // Float weights with several columns: each 16-row block is packed transposed as f32 once per
+    // unit and multiplied without horizontal sums (cpu/gemm_t16.cpp). Long rows (weight matrices):
+    // a unit covers all N columns, so each row block is packed once. Short rows (attention):
+    // chunks of <= 512 KiB of activations, which the row blocks of a chunk reuse from L2.
+    const bool t16 = (a->type == GGML_TYPE_F16 || a->type == GGML_TYPE_F32) && N >= 4 && dst->nb[0] == sizeof(float) &&
+                     ggml_cpu_gemm_t16_available();
     constexpr int64_t TR = GGML_TILE_MAX_R, TC = GGML_TILE_MAX_C;
-    const int64_t CB = 64; // columns per chunk: 64 q8_1 rows of K=4096 ~ 290 KiB (L2)
+    int64_t CB = 64; // columns per chunk: 64 q8_1 rows of K=4096 ~ 290 KiB (L2)
+    if (t16) CB = K >= 1024 ? N : std::min(N, std::max<int64_t>(64, (512 << 10) / (K * (int64_t)sizeof(float))));
     const int64_t ncb = (N + CB - 1) / CB;
     int64_t RB = 16;
-    if (B2 * B3 * ncb * ((M + RB - 1) / RB) < 4 * p.nth) RB = TR; // small problems: finer split
-    const int64_t nrb = (M + RB - 1) / RB;
-    const int64_t n_units = B2 * B3 * ncb * nrb;
-
-    const bool y_f16 = pl.vec_type == GGML_TYPE_F16;
+    if (!t16 && B2 * B3 * ncb * ((M + RB - 1) / RB) < 4 * p.nth) RB = TR; // small problems: finer split
     ggml_tile_dot_t tiles[TR][TC];
     for (int r = 0; r < TR; ++r)
         for (int c = 0; c < TC; ++c)
-            tiles[r][c] = ggml_cpu_get_tile_dot(a->type, y_f16, r + 1, c + 1);
+            tiles[r][c] = ggml_cpu_get_tile_dot(a->type, false, r + 1, c + 1);
+    const int64_t nrb = (M + RB - 1) / RB;
+    const int64_t n_units = B2 * B3 * ncb * nrb;
+    thread_local std::vector<float> panel_mem; // [16, K] transposed rows, 64-byte aligned
+    float * panel = nullptr;
+    if (t16) {
+        panel_mem.resize((size_t)16 * K + 16);
+        panel = (float *)(((uintptr_t)panel_mem.data() + 63) & ~(uintptr_t)63);
+    }
 
     const int64_t r2 = B2 / A2, r3 = B3 / A3;
-    int64_t u0, u1;
-    p.split(n_units, u0, u1);
-    for (int64_t u = u0; u < u1; ++u) {
-        const int64_t irb = u % nrb, icb = (u / nrb) % ncb, batch = u / (nrb * ncb);
-        const int64_t i12 = batch % B2, i13 = batch / B2;
-        const int64_t ir0 = irb * RB, ir1 = std::min(M, ir0 + RB);
-        const int64_t ic0 = icb * CB, ic1 = std::min(N, ic0 + CB);
-        const char * xb = (const char *)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
-        const char * yb = ybase + i12 * ys2 + i13 * ys3;
-        char * db = (char *)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3];
-        for (int64_t ic = ic0; ic < ic1; ic += TC) {
-            const int64_t nc = std::min(TC, ic1 - ic);
-            for (int64_t ir = ir0; ir < ir1; ir += TR) {
-                const int64_t nr = std::min(TR, ir1 - ir);
-                tiles[nr - 1][nc - 1](K, xb + ir * a->nb[1], a->nb[1], yb + ic * ys1, ys1,
-                                      (float *)(db + ir * dst->nb[0] + ic * dst->nb[1]), dst->nb[0], dst->nb[1]);
+    ggml_cpu_units units(p, n_units, n_units / (16 * p.nth));
+    for (int64_t u0, u1; units.next(u0, u1);)
+        for (int64_t u = u0; u < u1; ++u) {
+            const int64_t irb = u % nrb, icb = (u / nrb) % ncb, batch = u / (nrb * ncb);
+            const int64_t i12 = batch % B2, i13 = batch / B2;
+            const int64_t ir0 = irb * RB, ir1 = std::min(M, ir0 + RB);
+            const int64_t ic0 = icb * CB, ic1 = std::min(N, ic0 + CB);
+            const char * xb = (const char *)a->data + (i12 / r2) * a->nb[2] + (i13 / r3) * a->nb[3];
+            const char * yb = ybase + i12 * ys2 + i13 * ys3;
+            char * db = (char *)dst->data + i12 * dst->nb[2] + i13 * dst->nb[3];
+            if (t16) {
+                const int mr = (int)(ir1 - ir0);
+                ggml_cpu_pack_t16(xb + ir0 * a->nb[1], a->type, a->nb[1], mr, K, panel);
+                ggml_cpu_gemm_t16(K, panel, (const float *)(yb + ic0 * ys1), ys1, ic1 - ic0, mr,
+                                  (float *)(db + ir0 * dst->nb[0] + ic0 * dst->nb[1]), dst->nb[1]);
+                continue;
+            }
+            for (int64_t ic = ic0; ic < ic1; ic += TC) {
+                const int64_t nc = std::min(TC, ic1 - ic);
+                for (int64_t ir = ir0; ir < ir1; ir += TR) {
+                    const int64_t nr = std::min(TR, ir1 - ir);
+                    tiles[nr - 1][nc - 1](K, xb + ir * a->nb[1], a->nb[1], yb + ic * ys1, ys1,
+                                          (float *)(db + ir * dst->nb[0] + ic * dst->nb[1]), dst->nb[0], dst->nb[1]);
+                }
             }
         }
-    }
 }

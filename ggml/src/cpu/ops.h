@@ -9,7 +9,9 @@
 
 #include "ggml.h"
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 
 struct ggml_cpu_params {
@@ -18,6 +20,10 @@ struct ggml_cpu_params {
     void * wdata;    // shared scratch
     size_t wsize;
     std::function<void()> barrier;  // all nth threads meet here
+    // Optional shared work counter for dynamic scheduling: zero when each barrier phase starts
+    // (the thread pool resets it), so a kernel may hand out work units with fetch_add once per
+    // phase. nullptr: split statically (split()).
+    std::atomic<int64_t> * counter = nullptr;
 
     // rows [r0, r1) of nrows for this thread
     void split(int64_t nrows, int64_t & r0, int64_t & r1) const {

@@ -70,6 +70,7 @@ void ggml_cpu_threadpool::run(const std::function<void(int)> & fn) {
     }
     job_ = &fn;
     n_done_.store(0, std::memory_order_relaxed);
+    counter_.store(0, std::memory_order_relaxed);
     {
         std::lock_guard<std::mutex> lock(mutex_);
         generation_.fetch_add(1, std::memory_order_acq_rel); // publishes job_ to the workers
@@ -91,6 +92,7 @@ void ggml_cpu_threadpool::barrier() {
     const int phase = bar_phase_.load(std::memory_order_acquire);
     if (bar_count_.fetch_add(1, std::memory_order_acq_rel) == n_threads_ - 1) {
         bar_count_.store(0, std::memory_order_relaxed);
+        counter_.store(0, std::memory_order_relaxed); // published by the release below
         bar_phase_.store(phase + 1, std::memory_order_release);
         return;
     }

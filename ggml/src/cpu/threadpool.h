@@ -29,6 +29,10 @@ class ggml_cpu_threadpool {
     void run(const std::function<void(int)> & fn);
     // All n_threads threads of the current run() meet here.
     void barrier();
+    // Work counter shared by the threads, reset to 0 when run() starts and by the last thread to
+    // arrive at each barrier (before any thread leaves it). Kernels use it to hand out work units
+    // dynamically, so a thread that lost its core (an oversubscribed machine) does not hold up the rest.
+    std::atomic<int64_t> * counter() { return &counter_; }
 
   private:
     void worker_main(int ith);
@@ -43,5 +47,6 @@ class ggml_cpu_threadpool {
     alignas(64) std::atomic<int> n_done_{0};          // workers finished with the current job
     alignas(64) std::atomic<int> bar_count_{0};       // threads arrived at the barrier
     alignas(64) std::atomic<int> bar_phase_{0};       // bumped when the last one arrives
+    alignas(64) std::atomic<int64_t> counter_{0};     // see counter()
     std::atomic<bool> stop_{false};
 };
