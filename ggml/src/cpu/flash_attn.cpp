@@ -9,6 +9,7 @@
 // across threads; each thread keeps its scores and accumulators in its slice of wdata:
 // [n_kv + 2*D] floats per thread (ggml_cpu_op_work_size). A query that sees no key gives zeros.
 #include "common.h"
+#include "vec_exp.h"
 
 #include <cmath>
 
@@ -99,11 +100,10 @@ void ggml_cpu_op_flash_attn_ext(const ggml_cpu_params & p, ggml_tensor * dst) {
         }
         for (int64_t d = 0; d < D; ++d)
             acc[d] = 0.0f;
-        double sum = 0.0;
+        const double sum = ggml_vec_exp_sum(n_vis, scores, smax);  // scores become weights; -inf -> 0
         for (int64_t j = 0; j < n_vis; ++j) {
-            if (scores[j] == -INFINITY) continue;
-            const float w = std::exp(scores[j] - smax);
-            sum += w;
+            const float w = scores[j];
+            if (w == 0.0f) continue;
             const char * vr = ggml_ptr(v, j, ihk);
             const float * vf = (const float *)vr;
             if (v->type == GGML_TYPE_F16) {

@@ -9,6 +9,7 @@
 //
 // DIAG_MASK_INF: dst[i0, i1] = i0 > n_past + i1 ? -inf : a[i0, i1]; f32/f16, any strides.
 #include "common.h"
+#include "vec_exp.h"
 
 #include <cmath>
 
@@ -48,12 +49,7 @@ void ggml_cpu_op_soft_max(const ggml_cpu_params & p, ggml_tensor * dst) {
                 y[i] = 0.0f;
             continue;
         }
-        double sum = 0.0;
-        for (int64_t i = 0; i < n_vis; ++i) {
-            const float e = std::exp(y[i] - vmax);
-            y[i] = e;
-            sum += e;
-        }
+        const double sum = ggml_vec_exp_sum(n_vis, y, vmax);
         const float inv = (float)(1.0 / sum);
         for (int64_t i = 0; i < n_vis; ++i)
             y[i] *= inv;
