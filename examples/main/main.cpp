@@ -79,6 +79,12 @@ struct generator {
             fwrite(piece.data(), 1, piece.size(), stdout);
             fflush(stdout);
             if (n_predict >= 0 && i + 1 == n_predict) break;
+            if (!params.context_shift && llm_n_past(ctx) >= llm_n_ctx(ctx)) {
+                // a normal end, as in llama.cpp: the context is used up
+                fprintf(stderr, "\n[context full: %d tokens; -c enlarges it, --context-shift keeps going]\n",
+                        llm_n_ctx(ctx));
+                break;
+            }
             std::string e;
             if (!decode({id}, &e)) {
                 *err = e;
@@ -128,6 +134,10 @@ int main(int argc, char ** argv) {
     llm_model * model = llm_model_load(params.model.c_str(), mp, &err);
     if (!model) return fail(err);
     const llm_vocab & vocab = llm_model_get_vocab(model);
+    if (vocab.n_vocab() == 0) {  // text in, text out: a vocab-less model (token ids only) cannot be used here
+        llm_model_free(model);
+        return fail(params.model + " has no tokenizer (tokenizer.ggml.model)");
+    }
 
     llm_context_params cp;
     cp.n_ctx = params.n_ctx;
@@ -239,7 +249,7 @@ int main(int argc, char ** argv) {
         }
     }
     if (g_interrupted) fprintf(stderr, "\n[interrupted]");
-    print_timings(ctx);
+    if (llm_get_perf(ctx).n_prompt > 0) print_timings(ctx);
     llm_context_free(ctx);
     llm_model_free(model);
     return rc;
