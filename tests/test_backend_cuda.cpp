@@ -438,4 +438,154 @@ TEST_CASE("buffers: set/get with offsets, clear, memory query, allocation failur
     CHECK(ggml_backend_buffer_is_host(host));
     ggml_backend_buffer_free(host);
 }
+namespace {
+using build2_fn = std::function<ggml_tensor *(ggml_context * cw, ggml_context * cg)>;
+
+// Like run_on, but tensors made in `cw` live in their own buffer marked as weights (the CUDA
+// backend stores q8_0 weights set in full repacked), so graphs read the repacked layout.
+run_result run_weights(ggml_backend_t backend, const build2_fn & build, uint64_t seed) {
+    ggml_init_params ip = {16u * 1024 * 1024, nullptr, true};
+    ggml_context * cw = ggml_init(ip);
+    ggml_context * cg = ggml_init(ip);
+    ggml_tensor * out = build(cw, cg);
+    ggml_cgraph * gf = ggml_new_graph_custom(cg, 4096);
+    ggml_build_forward_expand(gf, out);
+    ggml_backend_buffer_t bw = ggml_backend_alloc_ctx_tensors(cw, backend);
+    ggml_backend_buffer_t bg = ggml_backend_alloc_ctx_tensors(cg, backend);
+    REQUIRE(bw != nullptr);
+    REQUIRE(bg != nullptr);
+    ggml_backend_buffer_set_usage(bw, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    uint64_t k = 0;
+    for (ggml_context * c : {cw, cg})
+        for (ggml_tensor * t = ggml_get_first_tensor(c); t; t = ggml_get_next_tensor(c, t)) {
+            if (t->view_src) continue;
+            ++k;
+            const std::vector<uint8_t> b =
+                t->op == GGML_OP_NONE ? leaf_bytes(t, seed + 977 * k) : std::vector<uint8_t>(ggml_nbytes(t), 0xFF);
+            ggml_backend_tensor_set(t, b.data(), 0, b.size());
+        }
+    run_result r;
+    r.ok = ggml_backend_graph_compute(backend, gf) == GGML_STATUS_SUCCESS;
+    if (r.ok) r.ok = ggml_backend_graph_compute(backend, gf) == GGML_STATUS_SUCCESS; // graph replay too
+    ggml_backend_synchronize(backend);
+    if (r.ok) {
+        std::vector<uint8_t> bytes(ggml_nbytes(out));
+        ggml_backend_tensor_get(out, bytes.data(), 0, bytes.size());
+        r.values = values_of(out, bytes);
+    }
+    ggml_backend_buffer_free(bg);
+    ggml_backend_buffer_free(bw);
+    ggml_free(cg);
+    ggml_free(cw);
+    return r;
+}
+
+void compare_w(backends & be, const std::string & name, const build2_fn & build, double max_nmse, uint64_t seed = 3) {
+    const run_result want = run_weights(be.cpu, build, seed);
+    const run_result got = run_weights(be.cuda, build, seed);
+    const double e = got.ok && want.ok ? backend_case_nmse(got.values, want.values) : INFINITY;
+    INFO(name, " nmse ", e, " (max ", max_nmse, ")");
+    CHECK(want.ok);
+    CHECK(got.ok);
+    CHECK(e <= max_nmse);
+}
+} // namespace
+
+TEST_CASE("repacked q8_0 weights: set/get return ggml's bytes, partial sets merge, views are not supported") {
+    backends be;
+    ggml_init_params ip = {1u << 20, nullptr, true};
+    ggml_context * ctx = ggml_init(ip);
+    ggml_tensor * w = ggml_new_tensor_3d(ctx, GGML_TYPE_Q8_0, 96, 37, 2);
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, be.cuda);
+    REQUIRE(buf);
+    ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    std::vector<uint8_t> a = leaf_bytes(w, 11), b(a.size(), 0);
+    ggml_backend_tensor_set(w, a.data(), 0, a.size());
+    CHECK(w->extra != nullptr); // repacked
+    ggml_backend_tensor_get(w, b.data(), 0, b.size());
+    CHECK(a == b);
+    std::vector<uint8_t> part(100);
+    ggml_backend_tensor_get(w, part.data(), 34 * 5 + 3, part.size());
+    CHECK(std::equal(part.begin(), part.end(), a.begin() + 34 * 5 + 3));
+    // a partial set into a repacked tensor: merged, still repacked
+    const std::vector<uint8_t> c = leaf_bytes(w, 12);
+    ggml_backend_tensor_set(w, c.data() + 340, 340, 34 * 7 + 5);
+    std::copy(c.begin() + 340, c.begin() + 340 + 34 * 7 + 5, a.begin() + 340);
+    ggml_backend_tensor_get(w, b.data(), 0, b.size());
+    CHECK(a == b);
+    // the whole tensor may be read by mat-mul / get_rows; views and other readers fall back
+    ggml_tensor * x = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 96, 2, 2);
+    ggml_tensor * v = ggml_view_2d(ctx, w, 96, 3, w->nb[1], 0);
+    CHECK(ggml_backend_supports_op(be.cuda, ggml_mul_mat(ctx, w, x)));
+    CHECK(!ggml_backend_supports_op(be.cuda, ggml_mul_mat(ctx, v, x)));
+    CHECK(!ggml_backend_supports_op(be.cuda, ggml_cpy(ctx, v, ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 96, 3))));
+    ggml_backend_buffer_free(buf);
+    ggml_free(ctx);
+}
+
+TEST_CASE("repacked q8_0 weights: mat-vec (odd rows, 1..8 columns, batches), prefill, get_rows") {
+    backends be;
+    for (int64_t K : {32, 96, 4096, 11008}) {
+        for (int64_t M : {1, 37, 333}) {
+            for (int64_t N : {1, 3, 8, 64}) {
+                if (K >= 4096 && N == 64 && M == 1) continue;
+                compare_w(
+                    be, "q8r K" + std::to_string(K) + " M" + std::to_string(M) + " N" + std::to_string(N),
+                    [=](ggml_context * cw, ggml_context * cg) {
+                        return ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, K, M, 1, "w"),
+                                            leaf(cg, GGML_TYPE_F32, K, N, 1, "x"));
+                    },
+                    2e-4);
+            }
+        }
+    }
+    // enough rows for 4 (N <= 2) and 2 (N <= 4) rows per block on a 132-SM GPU; a partial last block
+    for (int64_t N : {1, 2, 3, 4}) {
+        compare_w(
+            be, "q8r K256 M2115 N" + std::to_string(N),
+            [=](ggml_context * cw, ggml_context * cg) {
+                return ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, 256, 2115, 1, "w"),
+                                    leaf(cg, GGML_TYPE_F32, 256, N, 1, "x"));
+            },
+            2e-4);
+    }
+    compare_w(
+        be, "q8r batched (broadcast over 2 x 2)",
+        [](ggml_context * cw, ggml_context * cg) {
+            return ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, 64, 19, 2, "w", 1), leaf(cg, GGML_TYPE_F32, 64, 3, 4, "x"));
+        },
+        2e-4);
+    compare_w(
+        be, "q8r get_rows",
+        [](ggml_context * cw, ggml_context * cg) {
+            return ggml_get_rows(cg, leaf(cw, GGML_TYPE_Q8_0, 160, 101, 1, "w"), leaf(cg, GGML_TYPE_I32, 7, 1, 1, "i"));
+        },
+        1e-12);
+    // q/k/v-style reuse of one quantized activation, then a different activation of the same shape
+    compare_w(
+        be, "q8r shared activation",
+        [](ggml_context * cw, ggml_context * cg) {
+            ggml_tensor * x = leaf(cg, GGML_TYPE_F32, 256, 1, 1, "x");
+            ggml_tensor * x2 = leaf(cg, GGML_TYPE_F32, 256, 1, 1, "x2");
+            ggml_tensor * q = ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, 256, 64, 1, "wq"), x);
+            ggml_tensor * k = ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, 256, 64, 1, "wk"), x);
+            ggml_tensor * v = ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, 256, 64, 1, "wv"), x2);
+            return ggml_add(cg, ggml_add(cg, q, k), v);
+        },
+        2e-4);
+}
+
+TEST_CASE("fused residual add + rms_norm + mul (the add has another user)") {
+    backends be;
+    for (int64_t n : {64, 70, 4096, 5120, 4098}) {
+        compare(
+            be, "add+rms_norm*w n" + std::to_string(n),
+            [=](ggml_context * ctx) {
+                ggml_tensor * s = ggml_add(ctx, leaf(ctx, GGML_TYPE_F32, n, 3, 1, "x"), leaf(ctx, GGML_TYPE_F32, n, 3, 1, "y"));
+                ggml_tensor * h = ggml_mul(ctx, ggml_rms_norm(ctx, s, 1e-5f), leaf(ctx, GGML_TYPE_F32, n, 1, 1, "w"));
+                return ggml_add(ctx, ggml_scale(ctx, h, 0.5f), s);
+            },
+            1e-7);
+    }
+}
 #endif

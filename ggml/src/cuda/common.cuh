@@ -79,6 +79,14 @@ struct ggml_cuda_pool {
 struct ggml_cuda_graph_cache; // ggml-cuda.cu
 struct ggml_cuda_profile;     // ggml-cuda.cu
 
+// last activation quantized for the q8_0 mat-vec (within one graph_compute; lives in the pool)
+struct ggml_cuda_qcache {
+    const void * src = nullptr;
+    size_t bytes = 0;
+    int64_t ne[4] = {0}, nb[4] = {0};
+    void * buf = nullptr; // nullptr: empty
+};
+
 struct ggml_cuda_context {
     int device = 0;
     char name[16] = {0};
@@ -86,6 +94,7 @@ struct ggml_cuda_context {
     cublasHandle_t cublas = nullptr;
     void * cublas_ws = nullptr;
     ggml_cuda_pool pool;
+    ggml_cuda_qcache qcache;
     int n_sm = 0;
     bool use_graphs = true;
     bool use_fusion = true;

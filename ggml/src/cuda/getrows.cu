@@ -1,11 +1,12 @@
 // getrows.cu - see getrows.cuh. One block per output row.
 #include "getrows.cuh"
+#include "q8repack.cuh"
 
 template <typename T> static __device__ __forceinline__ float load_elem(const char * row, int64_t i, int64_t nb0) {
     return to_f32<T>(*(const T *)(row + i * nb0));
 }
 
-template <int TYPE> // 0 f32, 1 f16, 2 q8_0
+template <int TYPE> // 0 f32, 1 f16, 2 q8_0, 3 repacked q8_0 (q8repack.cuh)
 static __global__ void k_get_rows(const char * src, const char * idx, char * dst, cuda_shape ss, cuda_shape is,
                                   cuda_shape ds) {
     int64_t r = blockIdx.x;
@@ -15,6 +16,8 @@ static __global__ void k_get_rows(const char * src, const char * idx, char * dst
     const int64_t i12 = r / ds.ne[2];
     const int64_t row = *(const int32_t *)(idx + i10 * is.nb[0] + i11 * is.nb[1] + i12 * is.nb[2]);
     const char * sr = src + row * ss.nb[1] + (i11 % ss.ne[2]) * ss.nb[2] + (i12 % ss.ne[3]) * ss.nb[3];
+    const int64_t flat = row + ((i11 % ss.ne[2]) + (i12 % ss.ne[3]) * ss.ne[2]) * ss.ne[1]; // repacked row
+    const half * rd = (const half *)(src + ss.ne[0] * ss.ne[1] * ss.ne[2] * ss.ne[3]) + flat * (ss.ne[0] / 32);
     char * dr = dst + i10 * ds.nb[1] + i11 * ds.nb[2] + i12 * ds.nb[3];
     for (int64_t i = threadIdx.x; i < ds.ne[0]; i += blockDim.x) {
         float v;
@@ -22,6 +25,8 @@ static __global__ void k_get_rows(const char * src, const char * idx, char * dst
             v = load_elem<float>(sr, i, ss.nb[0]);
         else if (TYPE == 1)
             v = load_elem<half>(sr, i, ss.nb[0]);
+        else if (TYPE == 3)
+            v = __half2float(rd[i / 32]) * (float)((const int8_t *)src)[flat * ss.ne[0] + i];
         else {
             const cuda_block_q8_0 * b = (const cuda_block_q8_0 *)(sr + (i / 32) * ss.nb[0]);
             v = __half2float(b->d) * b->qs[i % 32];
@@ -49,6 +54,10 @@ GGML_CUDA_OP(get_rows) {
             k_get_rows<1><<<rows, bs, 0, ctx.stream>>>(sp, ip, dp, ss, is, ds);
             break;
         case GGML_TYPE_Q8_0:
+            if (ggml_cuda_q8_repacked(src)) {
+                k_get_rows<3><<<rows, bs, 0, ctx.stream>>>(sp, ip, dp, ss, is, ds);
+                break;
+            }
             k_get_rows<2><<<rows, bs, 0, ctx.stream>>>(sp, ip, dp, ss, is, ds);
             break;
         default:

@@ -11,6 +11,7 @@
 #include "ggml-cuda.h"
 #include "mulmat.cuh"
 #include "norm.cuh"
+#include "q8repack.cuh"
 #include "rope.cuh"
 #include "softmax.cuh"
 #include "unary.cuh"
@@ -66,17 +67,20 @@ static void * cuda_buffer_get_base(ggml_backend_buffer_t buf) { return ((cuda_bu
 static void cuda_buffer_set_tensor(ggml_backend_buffer_t buf, ggml_tensor * t, const void * data, size_t offset,
                                    size_t size) {
     CUDA_CHECK(cudaSetDevice(((cuda_buffer_ctx *)buf->context)->device));
+    if (ggml_cuda_q8_should_repack(buf, t, offset, size)) return ggml_cuda_q8_set(t, data, offset, size);
     // legacy-stream copy: ordered after the backend streams' queued work (they are blocking streams)
     CUDA_CHECK(cudaMemcpy((char *)t->data + offset, data, size, cudaMemcpyHostToDevice));
 }
 static void cuda_buffer_get_tensor(ggml_backend_buffer_t buf, const ggml_tensor * t, void * data, size_t offset,
                                    size_t size) {
     CUDA_CHECK(cudaSetDevice(((cuda_buffer_ctx *)buf->context)->device));
+    if (ggml_cuda_q8_repacked(t)) return ggml_cuda_q8_get(t, data, offset, size);
     CUDA_CHECK(cudaMemcpy(data, (const char *)t->data + offset, size, cudaMemcpyDeviceToHost));
 }
 static bool cuda_buft_is_device(ggml_backend_buffer_type_t buft);
 static bool cuda_buffer_cpy_tensor(ggml_backend_buffer_t buf, const ggml_tensor * src, ggml_tensor * dst) {
     if (!src->buffer) return false;
+    if (ggml_cuda_q8_repacked(src) || ggml_cuda_q8_should_repack(buf, dst, 0, ggml_nbytes(dst))) return false; // bounce
     const bool src_dev = cuda_buft_is_device(src->buffer->buft);
     if (!src_dev && !ggml_backend_buffer_is_host(src->buffer)) return false;
     CUDA_CHECK(cudaSetDevice(((cuda_buffer_ctx *)buf->context)->device));
@@ -197,6 +201,8 @@ struct cuda_graph_entry {
     cudaGraphExec_t exec = nullptr;
     uint64_t last_use = 0;
     int n_fail = 0; // consecutive failed updates; >= 4: run this topology eagerly
+    int n_recap = 0; // consecutive re-captures without a plain replay; >= 4: eager as well (capture + update
+                     // on the host are serial with the GPU, eager launches overlap it: decode moves KV views)
 };
 struct ggml_cuda_graph_cache {
     std::vector<cuda_graph_entry> entries;
@@ -213,6 +219,7 @@ struct ggml_cuda_graph_cache {
 
 // ---- profiling (GGML_CUDA_PROFILE=1): eager, an event pair per node, totals per op at free ------
 static void run_node(ggml_cuda_context & ctx, ggml_tensor * t);
+static int run_fused(ggml_cuda_context & ctx, ggml_cgraph * gf, int i, int fused);
 
 struct ggml_cuda_profile {
     std::vector<cudaEvent_t> ev;
@@ -227,8 +234,8 @@ struct ggml_cuda_profile {
     int64_t last_end = 0, n_calls = 0;
 };
 
-static std::string profile_label(const ggml_tensor * t, bool fused) {
-    std::string l = fused ? "RMS_NORM+MUL" : ggml_op_name(t->op);
+static std::string profile_label(const ggml_tensor * t, int fused) {
+    std::string l = fused == 1 ? "RMS_NORM+MUL" : fused == 2 ? "ADD+RMS_NORM+MUL" : ggml_op_name(t->op);
     if (t->op == GGML_OP_MUL_MAT) {
         l += std::string(" ") + ggml_type_name(t->src[0]->type) +
              (t->src[1]->ne[1] <= MUL_MAT_VEC_MAX_N ? " vec" : " gemm");
@@ -249,18 +256,16 @@ static ggml_status profile_graph(ggml_cuda_context & ctx, ggml_cgraph * gf, cons
     }
     const int64_t t0 = ggml_time_us();
     ctx.pool.reset();
+    ctx.qcache = {};
     std::vector<int> idx;
     CUDA_CHECK(cudaEventRecord(p.ev[0], ctx.stream));
     for (int i = 0; i < n; ++i) {
         ggml_tensor * t = gf->nodes[i];
         if (ggml_nelements(t) == 0 || ggml_is_view_op(t->op) || t->op == GGML_OP_NONE) continue;
-        if (fused[i])
-            ggml_cuda_op_rms_norm_mul(ctx, t, gf->nodes[i + 1]);
-        else
-            run_node(ctx, t);
+        const int step = run_fused(ctx, gf, i, fused[i]);
         idx.push_back(i);
         CUDA_CHECK(cudaEventRecord(p.ev[idx.size()], ctx.stream));
-        if (fused[i]) ++i;
+        i += step - 1;
     }
     const int64_t t1 = ggml_time_us();
     CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
@@ -375,7 +380,8 @@ static bool uses_tensor(const ggml_tensor * user, const ggml_tensor * t) {
     return user->view_src == t;
 }
 
-// fused[i] = 1: node i (RMS_NORM) is computed together with node i+1 (MUL by a weight)
+// fused[i] = 1: node i (RMS_NORM) is computed together with node i+1 (MUL by a weight);
+// fused[i] = 2: node i (ADD) with i+1 (its RMS_NORM) and i+2 (MUL by a weight), the add still written
 static void plan_fusions(ggml_cgraph * gf, std::vector<uint8_t> & fused, bool enabled) {
     const int n = gf->n_nodes;
     fused.assign(n, 0);
@@ -400,19 +406,41 @@ static void plan_fusions(ggml_cgraph * gf, std::vector<uint8_t> & fused, bool en
             if (uses_tensor(u, gf->nodes[i])) fused[i] = 0;
         }
     }
+    for (int i : cand) { // a norm+mul pair right after the ADD that feeds it: three nodes
+        if (!fused[i] || i == 0) continue;
+        ggml_tensor * add = gf->nodes[i - 1];
+        if (add->op == GGML_OP_ADD && gf->nodes[i]->src[0] == add && (i < 2 || fused[i - 2] != 1) &&
+            ggml_cuda_add_rms_norm_mul_ok(add, gf->nodes[i], gf->nodes[i + 1])) {
+            fused[i - 1] = 2;
+            fused[i] = 0;
+        }
+    }
+}
+
+// node i (with its fused followers); returns the number of nodes done
+static int run_fused(ggml_cuda_context & ctx, ggml_cgraph * gf, int i, int fused) {
+    ggml_tensor * t = gf->nodes[i];
+    int n = 1;
+    if (fused == 1) {
+        ggml_cuda_op_rms_norm_mul(ctx, t, gf->nodes[i + 1]);
+        n = 2;
+    } else if (fused == 2) {
+        ggml_cuda_op_add_rms_norm_mul(ctx, t, gf->nodes[i + 1], gf->nodes[i + 2]);
+        n = 3;
+    } else {
+        run_node(ctx, t);
+    }
+    for (int k = 0; k < n; ++k)
+        if (!ggml_is_view_op(gf->nodes[i + k]->op)) ggml_cuda_qcache_written(ctx, gf->nodes[i + k]);
+    return n;
 }
 
 static void run_graph(ggml_cuda_context & ctx, ggml_cgraph * gf, const std::vector<uint8_t> & fused) {
     ctx.pool.reset();
+    ctx.qcache = {};
     for (int i = 0; i < gf->n_nodes; ++i) {
-        ggml_tensor * t = gf->nodes[i];
-        if (ggml_nelements(t) == 0) continue;
-        if (fused[i]) {
-            ggml_cuda_op_rms_norm_mul(ctx, t, gf->nodes[i + 1]);
-            ++i;
-            continue;
-        }
-        run_node(ctx, t);
+        if (ggml_nelements(gf->nodes[i]) == 0) continue;
+        i += run_fused(ctx, gf, i, fused[i]) - 1;
     }
 }
 
@@ -522,6 +550,7 @@ static ggml_status cuda_graph_compute(ggml_backend_t backend, ggml_cgraph * gf) 
                 } else {
                     ++gc.n_update;
                     e->n_fail = 0;
+                    if (++e->n_recap >= 4) e->n_fail = 4;
                 }
             }
             if (!e->exec) {
@@ -533,6 +562,7 @@ static ggml_status cuda_graph_compute(ggml_backend_t backend, ggml_cgraph * gf) 
             t_upd = ggml_time_us();
         } else {
             ++gc.n_replay;
+            e->n_recap = 0;
         }
         CUDA_CHECK(cudaGraphLaunch(e->exec, ctx.stream));
     }
@@ -591,6 +621,14 @@ static bool is_f(ggml_type t) { return t == GGML_TYPE_F32 || t == GGML_TYPE_F16;
 static bool cuda_backend_supports_op(ggml_backend_t, const ggml_tensor * t) {
     const ggml_tensor * a = t->src[0];
     const ggml_tensor * b = t->src[1];
+    // repacked q8_0 weights (q8repack.cuh): read only by mat-mul and get_rows, whole; never written
+    if (ggml_cuda_q8_touches_repacked(t)) return false;
+    for (int k = 0; k < GGML_MAX_SRC; ++k) {
+        const ggml_tensor * s = t->src[k];
+        if (s && ggml_cuda_q8_touches_repacked(s) &&
+            !(k == 0 && ggml_cuda_q8_repacked(s) && (t->op == GGML_OP_MUL_MAT || t->op == GGML_OP_GET_ROWS)))
+            return false;
+    }
     switch (t->op) {
         case GGML_OP_NONE:
         case GGML_OP_RESHAPE:
@@ -648,11 +686,20 @@ static void cuda_backend_synchronize(ggml_backend_t backend) {
 static void cuda_backend_set_tensor_async(ggml_backend_t backend, ggml_tensor * t, const void * data, size_t offset,
                                           size_t size) {
     ggml_cuda_context * ctx = (ggml_cuda_context *)backend->context;
+    ggml_backend_buffer_t buf = t->view_src ? t->view_src->buffer : t->buffer;
+    if (ggml_cuda_q8_should_repack(buf, t, offset, size)) {
+        CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+        return ggml_cuda_q8_set(t, data, offset, size);
+    }
     CUDA_CHECK(cudaMemcpyAsync((char *)t->data + offset, data, size, cudaMemcpyHostToDevice, ctx->stream));
 }
 static void cuda_backend_get_tensor_async(ggml_backend_t backend, const ggml_tensor * t, void * data, size_t offset,
                                           size_t size) {
     ggml_cuda_context * ctx = (ggml_cuda_context *)backend->context;
+    if (ggml_cuda_q8_repacked(t)) {
+        CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
+        return ggml_cuda_q8_get(t, data, offset, size);
+    }
     CUDA_CHECK(cudaMemcpyAsync(data, (const char *)t->data + offset, size, cudaMemcpyDeviceToHost, ctx->stream));
 }
 

@@ -125,3 +125,119 @@ void ggml_cuda_mmvq_q8_0(ggml_cuda_context & ctx, const ggml_tensor * a, const c
                                                    B2 / a->ne[2], B3 / a->ne[3]);
     CUDA_CHECK_LAUNCH();
 }
+
+// ---- v5: repacked weights (q8repack.cuh) ------------------------------------------------------
+// One block of 128 threads per R rows; a thread takes 16-byte chunks ch = tid + 128*j of the rows'
+// quants (half a 32-block each). The activation chunk (split layout: 16-byte quant loads, f32
+// scales) is loaded once and used for all R rows; the 2 x R weight loads of two chunks are issued
+// before any is used, so 2R 16-byte loads per thread are in flight.
+static __device__ __forceinline__ int dot16(const int4 a, const int4 b) {
+    return __dp4a(a.w, b.w, __dp4a(a.z, b.z, __dp4a(a.y, b.y, __dp4a(a.x, b.x, 0))));
+}
+
+template <int NCOLS, int R>
+static __global__ void __launch_bounds__(128)
+    k_mmvq_q8r(const int8_t * __restrict__ aq, const half * __restrict__ ad, const int8_t * __restrict__ xq,
+               const float * __restrict__ xd, float * __restrict__ dst, int K, int64_t M, int64_t A2, int64_t B2,
+               int64_t r2, int64_t r3, int64_t N, cuda_shape ds) {
+    constexpr int U = 2;
+    __shared__ float s_part[NCOLS * R][4];
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int64_t row0 = (int64_t)blockIdx.x * R, bz = blockIdx.y;
+    const int64_t i2 = bz % B2, i3 = bz / B2;
+    const int64_t ra0 = row0 + (i2 / r2) * M + (i3 / r3) * M * A2; // first weight row (flat)
+    const int64_t c0 = bz * N;                                      // first activation row (flat)
+    const int nr = M - row0 < R ? (int)(M - row0) : R;
+    const int nch = K / 16;
+    float acc[NCOLS][R];
+#pragma unroll
+    for (int c = 0; c < NCOLS; ++c)
+#pragma unroll
+        for (int r = 0; r < R; ++r)
+            acc[c][r] = 0.0f;
+    for (int ch0 = tid; ch0 < nch; ch0 += 128 * U) {
+        int4 w[U][R];
+        float dw[U][R];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int ch = ch0 + 128 * u;
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                if (ch < nch && r < nr) {
+                    w[u][r] = __ldg((const int4 *)(aq + (ra0 + r) * K) + ch);
+                    dw[u][r] = __half2float(ad[(ra0 + r) * (K / 32) + ch / 2]);
+                } else {
+                    w[u][r] = make_int4(0, 0, 0, 0);
+                    dw[u][r] = 0.0f;
+                }
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int ch = ch0 + 128 * u;
+            if (ch < nch) {
+#pragma unroll
+                for (int c = 0; c < NCOLS; ++c) {
+                    const int4 x = ((const int4 *)(xq + (c0 + c) * K))[ch];
+                    const float dx = xd[(c0 + c) * (K / 32) + ch / 2];
+#pragma unroll
+                    for (int r = 0; r < R; ++r)
+                        acc[c][r] += dw[u][r] * dx * (float)dot16(w[u][r], x);
+                }
+            }
+        }
+    }
+#pragma unroll
+    for (int c = 0; c < NCOLS; ++c)
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            const float sw = warp_sum(acc[c][r]);
+            if (lane == 0) s_part[c * R + r][warp] = sw;
+        }
+    __syncthreads();
+    if (tid < NCOLS * R) {
+        const int c = tid / R, r = tid % R;
+        const float sum = s_part[tid][0] + s_part[tid][1] + s_part[tid][2] + s_part[tid][3];
+        if (r < nr)
+            *(float *)((char *)dst + (row0 + r) * ds.nb[0] + c * ds.nb[1] + i2 * ds.nb[2] + i3 * ds.nb[3]) = sum;
+    }
+}
+
+void ggml_cuda_mmvq_q8r(ggml_cuda_context & ctx, const ggml_tensor * a, const void * bq, const ggml_tensor * b,
+                        ggml_tensor * dst) {
+    GGML_ASSERT(a->type == GGML_TYPE_Q8_0 && a->ne[0] % 32 == 0 && b->ne[1] <= MMVQ_MAX_COLS);
+    const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1];
+    const int64_t B2 = b->ne[2], B3 = b->ne[3];
+    const int64_t nrows_a = ggml_nrows(a), nrows_b = ggml_nrows(b);
+    const int8_t * aq = (const int8_t *)a->data;
+    const half * ad = (const half *)((const char *)a->data + nrows_a * K);
+    const int8_t * xq = (const int8_t *)bq;
+    const float * xd = (const float *)((const char *)bq + nrows_b * K);
+    const cuda_shape dsh = cuda_shape_of(dst);
+    const int64_t r2 = B2 / a->ne[2], r3 = B3 / a->ne[3];
+    // 4 rows per block when that still gives every SM a few blocks, else 2 or 1
+    const int R = N <= 2 && M >= 16 * ctx.n_sm ? 4 : N <= 4 && M >= 8 * ctx.n_sm ? 2 : 1;
+    const dim3 grid((unsigned)cuda_ceil_div(M, R), (unsigned)(B2 * B3));
+    float * dp = (float *)dst->data;
+#define MMVQ_R(n, r)                                                                                                   \
+    k_mmvq_q8r<n, r><<<grid, 128, 0, ctx.stream>>>(aq, ad, xq, xd, dp, (int)K, M, a->ne[2], B2, r2, r3, N, dsh)
+    switch (N * 8 + R) {
+        case 8 + 4: MMVQ_R(1, 4); break;
+        case 8 + 2: MMVQ_R(1, 2); break;
+        case 8 + 1: MMVQ_R(1, 1); break;
+        case 16 + 4: MMVQ_R(2, 4); break;
+        case 16 + 2: MMVQ_R(2, 2); break;
+        case 16 + 1: MMVQ_R(2, 1); break;
+        case 24 + 2: MMVQ_R(3, 2); break;
+        case 24 + 1: MMVQ_R(3, 1); break;
+        case 32 + 2: MMVQ_R(4, 2); break;
+        case 32 + 1: MMVQ_R(4, 1); break;
+        case 40 + 1: MMVQ_R(5, 1); break;
+        case 48 + 1: MMVQ_R(6, 1); break;
+        case 56 + 1: MMVQ_R(7, 1); break;
+        case 64 + 1: MMVQ_R(8, 1); break;
+        default: GGML_ABORT("mmvq: %lld columns", (long long)N);
+    }
+#undef MMVQ_R
+    CUDA_CHECK_LAUNCH();
+}

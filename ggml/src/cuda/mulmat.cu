@@ -3,6 +3,7 @@
 #include "mmv.cuh"
 #include "mmvq.cuh"
 #include "mulmat.cuh"
+#include "q8repack.cuh"
 #include "quantize.cuh"
 
 // A tensor header describing dense scratch memory of `type` with t's ne.
@@ -59,6 +60,33 @@ static bool cublas_layout_ok(const ggml_tensor * t) {
     return t->nb[1] / ts >= (size_t)t->ne[0] && (uintptr_t)t->data % 16 == 0;
 }
 
+// b in the split q8 layout; reused while the same b is multiplied again (q/k/v, gate/up) and no
+// node has written its memory since (ggml_cuda_qcache_written)
+static const void * quantized_b(ggml_cuda_context & ctx, const ggml_tensor * b) {
+    ggml_cuda_qcache & q = ctx.qcache;
+    bool hit = q.buf && q.src == b->data;
+    for (int i = 0; i < 4 && hit; ++i)
+        hit = q.ne[i] == b->ne[i] && q.nb[i] == (int64_t)b->nb[i];
+    if (hit) return q.buf;
+    q.buf = ctx.pool.alloc(ggml_cuda_q8s_size(ggml_nrows(b), b->ne[0]));
+    ggml_cuda_quantize_q8s(ctx, b, q.buf);
+    q.src = b->data;
+    q.bytes = ggml_nbytes(b);
+    for (int i = 0; i < 4; ++i) {
+        q.ne[i] = b->ne[i];
+        q.nb[i] = (int64_t)b->nb[i];
+    }
+    return q.buf;
+}
+
+void ggml_cuda_qcache_written(ggml_cuda_context & ctx, const ggml_tensor * t) {
+    ggml_cuda_qcache & q = ctx.qcache;
+    if (!q.buf) return;
+    const char * a0 = (const char *)t->data, * a1 = a0 + ggml_nbytes(t);
+    const char * b0 = (const char *)q.src, * b1 = b0 + q.bytes;
+    if (a0 < b1 && b0 < a1) q.buf = nullptr;
+}
+
 GGML_CUDA_OP(mul_mat) {
     const ggml_tensor * a = dst->src[0];
     const ggml_tensor * b = dst->src[1];
@@ -68,7 +96,22 @@ GGML_CUDA_OP(mul_mat) {
     const int64_t N = b->ne[1];
     ggml_tensor a_tmp, b_tmp;
 
-    if (a->type == GGML_TYPE_Q8_0) {
+    if (ggml_cuda_q8_repacked(a)) {
+        if (N <= MUL_MAT_VEC_MAX_N) {
+            ggml_cuda_mmvq_q8r(ctx, a, quantized_b(ctx, b), b, dst);
+            return;
+        }
+        a_tmp = *a;
+        a_tmp.type = GGML_TYPE_F16;
+        a_tmp.extra = nullptr;
+        a_tmp.view_src = nullptr;
+        const cuda_shape s = ggml_cuda_contig_shape(GGML_TYPE_F16, a->ne);
+        for (int i = 0; i < 4; ++i)
+            a_tmp.nb[i] = (size_t)s.nb[i];
+        a_tmp.data = ctx.pool.alloc((size_t)(s.nb[3] * a->ne[3]));
+        ggml_cuda_q8r_to_f16(ctx, a, (half *)a_tmp.data);
+        a = &a_tmp;
+    } else if (a->type == GGML_TYPE_Q8_0) {
         if (N <= MUL_MAT_VEC_MAX_N) {
             const int64_t nblk = ggml_nelements(b) / 32;
             cuda_block_q8_1 * bq = (cuda_block_q8_1 *)ctx.pool.alloc(nblk * sizeof(cuda_block_q8_1));

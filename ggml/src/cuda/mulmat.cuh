@@ -9,3 +9,6 @@
 #define MUL_MAT_VEC_MAX_N 8
 
 GGML_CUDA_OP(mul_mat);
+
+// The q8 activation cache (ctx.qcache) must forget b once a node writes over it: call after each node.
+void ggml_cuda_qcache_written(ggml_cuda_context & ctx, const ggml_tensor * t);

@@ -61,3 +61,87 @@ void ggml_cuda_op_rms_norm_mul(ggml_cuda_context & ctx, ggml_tensor * norm, ggml
     GGML_ASSERT(mul->src[0] == norm && mul->type == norm->type && mul->src[1]->type == GGML_TYPE_F32);
     rms_norm(ctx, norm->src[0], mul->src[1], mul, ggml_get_op_params_f32(norm, 0));
 }
+
+// s = x + y (written: the residual stream has other users); out = s / rms(s) * w. f32, contiguous
+// rows of n; w one row of n. One block per row.
+static __global__ void k_add_rms_norm_mul(const float * x, const float * y, float * s, const float * w, float * out,
+                                          int n, float eps) {
+    __shared__ float s_tmp[32];
+    const int64_t off = (int64_t)blockIdx.x * n;
+    float sum = 0.0f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        const float v = x[off + i] + y[off + i];
+        s[off + i] = v;
+        sum += v * v;
+    }
+    sum = block_sum(sum, s_tmp);
+    const float scale = rsqrtf(sum / n + eps);
+    for (int i = threadIdx.x; i < n; i += blockDim.x)
+        out[off + i] = s[off + i] * scale * w[i]; // s: this thread's own writes
+}
+
+// the same with float4 loads held in registers (n % 4 == 0, n/4 <= 4 * blockDim): every load of the
+// row is issued before the one reduction
+static __global__ void k_add_rms_norm_mul4(const float4 * x, const float4 * y, float4 * s, const float4 * w,
+                                           float4 * out, int n4, float eps) {
+    __shared__ float s_tmp[32];
+    const int64_t off = (int64_t)blockIdx.x * n4;
+    float4 v[4];
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const int i = threadIdx.x + k * blockDim.x;
+        if (i < n4) {
+            const float4 a = x[off + i], b = y[off + i];
+            v[k] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+            sum += v[k].x * v[k].x + v[k].y * v[k].y + v[k].z * v[k].z + v[k].w * v[k].w;
+        }
+    }
+    sum = block_sum(sum, s_tmp);
+    const float scale = rsqrtf(sum / (4 * n4) + eps);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const int i = threadIdx.x + k * blockDim.x;
+        if (i < n4) {
+            const float4 g = w[i];
+            s[off + i] = v[k];
+            out[off + i] = make_float4(v[k].x * scale * g.x, v[k].y * scale * g.y, v[k].z * scale * g.z,
+                                       v[k].w * scale * g.w);
+        }
+    }
+}
+
+bool ggml_cuda_add_rms_norm_mul_ok(const ggml_tensor * add, const ggml_tensor * norm, const ggml_tensor * mul) {
+    const ggml_tensor * x = add->src[0], * y = add->src[1], * w = mul->src[1];
+    auto f32c = [](const ggml_tensor * t) { return t->type == GGML_TYPE_F32 && ggml_is_contiguous(t); };
+    return f32c(add) && f32c(x) && f32c(y) && f32c(norm) && f32c(mul) && f32c(w) && ggml_are_same_shape(x, y) &&
+           ggml_are_same_shape(add, x) && ggml_are_same_shape(norm, add) && ggml_are_same_shape(mul, norm) &&
+           w->ne[0] == add->ne[0] && ggml_nrows(w) == 1 && add->ne[0] <= INT32_MAX;
+}
+
+void ggml_cuda_op_add_rms_norm_mul(ggml_cuda_context & ctx, ggml_tensor * add, ggml_tensor * norm, ggml_tensor * mul) {
+    GGML_ASSERT(ggml_cuda_add_rms_norm_mul_ok(add, norm, mul) && norm->src[0] == add && mul->src[0] == norm);
+    const int64_t rows = ggml_nrows(add);
+    if (rows == 0) return;
+    const int n = (int)add->ne[0];
+    const float eps = ggml_get_op_params_f32(norm, 0);
+    const ggml_tensor * x = add->src[0], * y = add->src[1], * w = mul->src[1];
+    bool vec = n % 4 == 0 && n / 4 <= 4 * 1024;
+    for (const ggml_tensor * t : {x, y, w, (const ggml_tensor *)add, (const ggml_tensor *)mul})
+        vec = vec && (uintptr_t)t->data % 16 == 0;
+    if (vec) {
+        const int n4 = n / 4;
+        int bs = (int)cuda_ceil_div(n4, 4);
+        bs = bs < 128 ? 128 : (int)cuda_ceil_div(bs, 32) * 32;
+        k_add_rms_norm_mul4<<<rows, bs, 0, ctx.stream>>>((const float4 *)x->data, (const float4 *)y->data,
+                                                         (float4 *)add->data, (const float4 *)w->data,
+                                                         (float4 *)mul->data, n4, eps);
+        CUDA_CHECK_LAUNCH();
+        return;
+    }
+    const int bs = n >= 2048 ? 512 : n >= 256 ? 256 : 32;
+    k_add_rms_norm_mul<<<rows, bs, 0, ctx.stream>>>((const float *)add->src[0]->data, (const float *)add->src[1]->data,
+                                                    (float *)add->data, (const float *)mul->src[1]->data,
+                                                    (float *)mul->data, n, ggml_get_op_params_f32(norm, 0));
+    CUDA_CHECK_LAUNCH();
+}

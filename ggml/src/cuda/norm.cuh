@@ -6,3 +6,6 @@
 GGML_CUDA_OP(rms_norm);
 // mul: a MUL node whose src[0] is an RMS_NORM node; writes mul's result, the norm node is skipped.
 void ggml_cuda_op_rms_norm_mul(ggml_cuda_context & ctx, ggml_tensor * norm, ggml_tensor * mul);
+// ADD -> RMS_NORM -> MUL(weight) in one kernel (the residual add before a norm); _ok: shapes/types allow it
+bool ggml_cuda_add_rms_norm_mul_ok(const ggml_tensor * add, const ggml_tensor * norm, const ggml_tensor * mul);
+void ggml_cuda_op_add_rms_norm_mul(ggml_cuda_context & ctx, ggml_tensor * add, ggml_tensor * norm, ggml_tensor * mul);

@@ -30,3 +30,32 @@ void ggml_cuda_quantize_q8_1(ggml_cuda_context & ctx, const ggml_tensor * x, cud
                                                                          nblk);
     CUDA_CHECK_LAUNCH();
 }
+
+// split layout: lane l writes quant l of block b; lane 0 the f32 scale
+static __global__ void k_quantize_q8s(const char * x, int8_t * qs, float * d, cuda_shape xs, int64_t nblk_total) {
+    const int64_t b = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    const int l = threadIdx.x % 32;
+    if (b >= nblk_total) return;
+    const int64_t nbr = xs.ne[0] / 32;
+    int64_t r = b / nbr;
+    const int64_t i0 = (b % nbr) * 32 + l;
+    const int64_t i1 = r % xs.ne[1];
+    r /= xs.ne[1];
+    const int64_t i2 = r % xs.ne[2];
+    const int64_t i3 = r / xs.ne[2];
+    const float v = *(const float *)(x + i0 * xs.nb[0] + i1 * xs.nb[1] + i2 * xs.nb[2] + i3 * xs.nb[3]);
+    const float amax = warp_max(fabsf(v));
+    const float s = amax / 127.0f;
+    qs[b * 32 + l] = (int8_t)(amax == 0.0f ? 0 : (int)roundf(v / s));
+    if (l == 0) d[b] = s;
+}
+
+void ggml_cuda_quantize_q8s(ggml_cuda_context & ctx, const ggml_tensor * x, void * y) {
+    GGML_ASSERT(x->type == GGML_TYPE_F32 && x->ne[0] % 32 == 0);
+    const int64_t n = ggml_nelements(x), nblk = n / 32;
+    if (nblk == 0) return;
+    const int bs = 256;
+    k_quantize_q8s<<<cuda_ceil_div(nblk, bs / 32), bs, 0, ctx.stream>>>(
+        (const char *)x->data, (int8_t *)y, (float *)((char *)y + n), cuda_shape_of(x), nblk);
+    CUDA_CHECK_LAUNCH();
+}
