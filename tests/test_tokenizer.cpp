@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -19,6 +20,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 namespace {
 
@@ -201,6 +204,28 @@ TEST_CASE("bpe: llama.cpp ggml-vocab-llama-bpe vectors") {
     CHECK(v->eot == 128009);  // detected from "<|eot_id|>"
     CHECK(v->merge_rank.size() == 280147);
     check_vectors(*v, "models/ggml-vocab-llama-bpe.gguf", 46);
+}
+
+TEST_CASE("bpe: our convert_hf_to_gguf.py --vocab-only of llama3-tokenizer passes the same vectors") {
+    char dir[] = "/tmp/test_vocab_convert.XXXXXX";
+    REQUIRE(mkdtemp(dir) != nullptr);
+    const std::string out = std::string(dir) + "/llama3-vocab.gguf";
+    const std::string cmd = "/usr/bin/python3 " LLM_SOURCE_DIR "/gguf-py/scripts/convert_hf_to_gguf.py --vocab-only '" +
+                            llm_shared_path("models/llama3-tokenizer") + "' --out '" + out + "' > /dev/null";
+    REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, cmd);
+    std::string err;
+    gguf_context * g = gguf_init_from_file(out.c_str(), {true, nullptr}, &err);
+    REQUIRE_MESSAGE(g != nullptr, err);
+    llm_vocab v;
+    REQUIRE_MESSAGE(llm_vocab_load(v, g, &err), err);
+    gguf_free(g);
+    std::remove(out.c_str());
+    rmdir(dir);
+    CHECK(v.type == LLM_VOCAB_TYPE_BPE);
+    CHECK(v.n_vocab() == 128256);
+    CHECK(v.bos == 128000);
+    CHECK(v.eot == 128009);
+    check_vectors(v, "models/ggml-vocab-llama-bpe.gguf", 46);
 }
 
 TEST_CASE("spm: matches llama2.c encode on tok512 (stories260K) and the Llama 2 tokenizer.bin") {
