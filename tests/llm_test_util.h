@@ -7,13 +7,18 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <string>
 #include <unistd.h>
 #include <vector>
 
-inline const char * k_python = "/usr/bin/python3";
+// Debian's python3 with numpy (CI installs it); LLM_PYTHON overrides (e.g. on the GPU machine)
+inline const char * const k_python = [] {
+    const char * e = std::getenv("LLM_PYTHON");
+    return e && *e ? e : "/usr/bin/python3";
+}();
 
 inline std::string run_cmd(const std::string & cmd, int * rc) {
     std::string out;
@@ -51,7 +56,7 @@ inline temp_dir & tmp() {
 
 inline void require_python() {
     // CI installs python3 + numpy; a missing interpreter is a failure, not a skip
-    REQUIRE_MESSAGE(access(k_python, X_OK) == 0, "/usr/bin/python3 is required");
+    REQUIRE_MESSAGE(access(k_python, X_OK) == 0, k_python << " is required (set LLM_PYTHON)");
     int rc;
     const std::string out = run_cmd(std::string(k_python) + " -c 'import numpy'", &rc);
     REQUIRE_MESSAGE(rc == 0, "numpy is required for /usr/bin/python3: " << out);
