@@ -71,7 +71,7 @@ void check_all_ngl(const std::string & path, int n_layer, double tol) {
             for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, rel_err(got[i].data(), ref[i].data(), n_vocab));
             INFO(path << " ngl " << ngl << " flash " << flash << ": max rel err " << worst);
             CHECK(worst < tol);
-            MESSAGE(path << " ngl " << ngl << (flash ? " fa" : "") << ": " << worst);
+            MESSAGE(path << " ngl " << ngl << std::string(flash ? " fa" : "") << ": " << worst);
         }
     }
 }
