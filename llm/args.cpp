@@ -109,6 +109,7 @@ bool llm_cli_parse(int argc, const char * const * argv, llm_cli_params & p, std:
             ok = ps.int_value(a, p.n_predict, -1, 1 << 30);
         } else if (a == "-c" || a == "--ctx-size") {
             ok = ps.int_value(a, p.n_ctx, 0, 1 << 24);
+            p.n_ctx_set = true;
         } else if (a == "-b" || a == "--batch-size") {
             ok = ps.int_value(a, p.n_batch, 1, 1 << 16);
         } else if (a == "-t" || a == "--threads") {
@@ -166,7 +167,7 @@ std::string llm_cli_usage(const char * prog) {
        << "  -m FILE              model GGUF\n"
        << "  -p TEXT | -f FILE    prompt\n"
        << "  -n N                 tokens to generate (-1: until end of text)\n"
-       << "  -c N                 context size (0: the model's)\n"
+       << "  -c N                 context size (default: the model's, at most 4096; 0: the model's)\n"
        << "  -b N                 batch size for prompt processing (512)\n"
        << "  -t N                 threads\n"
        << "  -ngl N               layers on the GPU (> n_layer: output too)\n"

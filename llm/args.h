@@ -19,6 +19,7 @@ struct llm_cli_params {
     std::string cache_type = "f16";
     int  n_predict = -1;          // -n (-1: until EOS or context full)
     int  n_ctx = 0;               // -c (0: model's)
+    bool n_ctx_set = false;       // -c given (else min(model's, 4096))
     int  n_batch = 512;           // -b
     int  n_threads = 0;           // -t (0: all cores)
     int  n_gpu_layers = 0;        // -ngl

@@ -1,6 +1,8 @@
 // sampling.cpp - the sampler chain (see sampling.h).
 #include "sampling.h"
 
+#include "ggml.h"
+
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
@@ -98,6 +100,7 @@ void llm_sampler::apply_temp(std::vector<llm_token_prob> & cand, float temp) {
 }
 
 int32_t llm_sampler::sample(const float * logits, int32_t n_vocab) {
+    GGML_ASSERT(n_vocab > 0 && "llm_sampler::sample: empty vocabulary");
     cand_.resize(n_vocab);
     for (int32_t i = 0; i < n_vocab; ++i) cand_[i] = {i, logits[i], 0.0f};
     apply_repeat_penalty(cand_, last_, params_.repeat_penalty);

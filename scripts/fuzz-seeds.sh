@@ -19,6 +19,35 @@ for ot in f32 f16 q8_0; do
     cp -n "$f" "$out/fuzz_gguf/" ; i=$((i+1))
   done
 done
+# the same tiny model with a 64-token byte-level BPE vocab (llama3 pre-tokenizer, merges, specials)
+f="$out/fuzz_model_load/tiny-f32-tied-bpe.gguf"
+[ -f "$f" ] || $py - "$out/fuzz_model_load/tiny-f32-tied.gguf" "$f" <<'PY'
+import sys
+import numpy as np
+sys.path.insert(0, "gguf-py")
+from gguf import GGUFReader, GGUFValueType, GGUFWriter
+r = GGUFReader(sys.argv[1])
+w = GGUFWriter(sys.argv[2])
+for key, fld in r.fields.items():
+    if not key.startswith("tokenizer."):
+        w.add_kv(key, fld.value, fld.type, fld.array_type)
+merges = ["\u0120 t", "h e", "\u0120t he", "i n", "e r", "a n", "\u0120 a", "o n", "r e", "a t", "e n", "\u0120 s",
+          "o r", "i s", "i t", "in g", "\u0120 w", "o u", "\u0120 o", "e d", "a r"]
+tokens = ["<|begin_of_text|>", "<|eot_id|>", "\u0120"] + [chr(c) for c in range(ord("a"), ord("z") + 1)] + \
+         [str(d) for d in range(10)] + list(".,!?") + [m.replace(" ", "") for m in merges]
+assert len(tokens) == 64 and len(set(tokens)) == 64
+w.add_string("tokenizer.ggml.model", "gpt2")
+w.add_string("tokenizer.ggml.pre", "llama-bpe")
+w.add_array("tokenizer.ggml.tokens", tokens, GGUFValueType.STRING)
+w.add_array("tokenizer.ggml.token_type", np.array([3, 3] + [1] * 62, np.int32))
+w.add_array("tokenizer.ggml.merges", merges, GGUFValueType.STRING)
+w.add_uint32("tokenizer.ggml.bos_token_id", 0)
+w.add_uint32("tokenizer.ggml.eos_token_id", 1)
+for t in r.tensors:
+    w.add_tensor(t.name, np.array(t.data))
+w.write()
+PY
+cp -n "$f" "$out/fuzz_gguf/"
 # tokenizer inputs: every test string of the llama.cpp vectors, one file each
 $py - "$LLM_SHARED/models/ggml-vocab-llama-bpe.gguf.inp" "$out/fuzz_tokenize" <<'PY'
 import sys, os

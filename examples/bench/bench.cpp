@@ -80,6 +80,11 @@ bool parse_args(int argc, char ** argv, bench_params & p, std::string & err) {
             usage(argv[0]);
             exit(0);
         }
+        static const char * known[] = {"-m", "-p", "-n", "-d", "-ngl", "-t", "-b", "-r", "-fa", "-mmp", "-o"};
+        if (std::find(std::begin(known), std::end(known), a) == std::end(known)) {
+            err = "unknown argument " + a;
+            return false;
+        }
         if (i + 1 >= argc) {
             err = "missing value for " + a;
             return false;

@@ -95,12 +95,12 @@ void usage(const char * argv0) {
 
 bool write_svg(const std::string & prefix) {
     if (std::system("command -v dot > /dev/null 2>&1") != 0) {
-        std::fprintf(stderr, "graph-dump: graphviz 'dot' not found, skipping the SVG\n");
+        std::fprintf(stderr, "warning: graphviz 'dot' not found, skipping the SVG\n");
         return true;
     }
     const std::string cmd = "dot -Tsvg '" + prefix + ".dot' -o '" + prefix + ".svg'";
     if (std::system(cmd.c_str()) != 0) {
-        std::fprintf(stderr, "graph-dump: '%s' failed\n", cmd.c_str());
+        std::fprintf(stderr, "error: '%s' failed\n", cmd.c_str());
         return false;
     }
     std::printf("wrote %s.svg\n", prefix.c_str());
@@ -114,7 +114,7 @@ int dump_model(const std::string & model_path, int n_tokens, int ngl, int n_ctx,
     mp.n_gpu_layers = ngl;
     llm_model * model = llm_model_load(model_path.c_str(), mp, &err);
     if (!model) {
-        std::fprintf(stderr, "graph-dump: %s\n", err.c_str());
+        std::fprintf(stderr, "error: %s\n", err.c_str());
         return 1;
     }
     llm_context_params cp;
@@ -122,7 +122,7 @@ int dump_model(const std::string & model_path, int n_tokens, int ngl, int n_ctx,
     cp.n_batch = std::max(n_tokens, 1);
     llm_context * ctx = llm_context_new(model, cp, &err);
     const bool ok = ctx && llm_dump_graph(ctx, n_tokens, prefix.c_str(), &err);
-    if (!ok) std::fprintf(stderr, "graph-dump: %s\n", err.c_str());
+    if (!ok) std::fprintf(stderr, "error: %s\n", err.c_str());
     if (ok) std::printf("wrote %s.dot and %s.json (%s, %d tokens)\n", prefix.c_str(), prefix.c_str(),
                         llm_model_desc(model).c_str(), n_tokens);
     llm_context_free(ctx);
@@ -135,7 +135,7 @@ int int_arg(const char * flag, const char * v, int lo, int hi) {
     char * end = nullptr;
     const long x = std::strtol(v, &end, 10);
     if (*v == '\0' || *end != '\0' || x < lo || x > hi) {
-        std::fprintf(stderr, "graph-dump: invalid value '%s' for %s (%d..%d)\n", v, flag, lo, hi);
+        std::fprintf(stderr, "error: invalid value '%s' for %s (%d..%d)\n", v, flag, lo, hi);
         std::exit(1);
     }
     return (int) x;
@@ -147,14 +147,14 @@ int main(int argc, char ** argv) {
     std::string prefix = "graph-dump";
     bool svg = false, use_sched = false;
     std::string model_path;
-    int n_tokens = 32, ngl = 0, n_ctx = 512;
+    int model_tokens = 32, ngl = 0, n_ctx = 512;  // -m mode only; the demo block has n_tokens
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "-o") && i + 1 < argc)
             prefix = argv[++i];
         else if (!std::strcmp(argv[i], "-m") && i + 1 < argc)
             model_path = argv[++i];
         else if (!std::strcmp(argv[i], "-n") && i + 1 < argc)
-            n_tokens = int_arg("-n", argv[++i], 1, 1 << 16);
+            model_tokens = int_arg("-n", argv[++i], 1, 1 << 16);
         else if (!std::strcmp(argv[i], "-ngl") && i + 1 < argc)
             ngl = int_arg("-ngl", argv[++i], 0, 1 << 20);
         else if (!std::strcmp(argv[i], "-c") && i + 1 < argc)
@@ -167,13 +167,12 @@ int main(int argc, char ** argv) {
             usage(argv[0]);
             return 0;
         } else {
-            std::fprintf(stderr, "graph-dump: unknown or incomplete argument '%s'\n", argv[i]);
-            usage(argv[0]);
+            std::fprintf(stderr, "error: unknown or incomplete argument '%s' (see --help)\n", argv[i]);
             return 1;
         }
     }
 
-    if (!model_path.empty()) return dump_model(model_path, n_tokens, ngl, n_ctx, prefix, svg);
+    if (!model_path.empty()) return dump_model(model_path, model_tokens, ngl, n_ctx, prefix, svg);
 
     ggml_backend_t cpu = ggml_backend_cpu_init();
     ggml_backend_cpu_set_n_threads(cpu, 2);
@@ -183,7 +182,7 @@ int main(int argc, char ** argv) {
     block_weights w = make_weights(wctx);
     ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors(wctx, cpu);
     if (!wbuf) {
-        std::fprintf(stderr, "graph-dump: cannot allocate the weights\n");
+        std::fprintf(stderr, "error: cannot allocate the weights\n");
         return 1;
     }
     ggml_backend_buffer_set_usage(wbuf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
@@ -213,7 +212,7 @@ int main(int argc, char ** argv) {
         ok = ggml_gallocr_alloc_graph(galloc, gf);
     }
     if (!ok) {
-        std::fprintf(stderr, "graph-dump: graph allocation failed\n");
+        std::fprintf(stderr, "error: graph allocation failed\n");
         return 1;
     }
     fill_random(x, rng, 1.0f);
@@ -224,7 +223,7 @@ int main(int argc, char ** argv) {
     const ggml_status st =
         use_sched ? ggml_backend_sched_graph_compute(sched, gf) : ggml_backend_graph_compute(cpu, gf);
     if (st != GGML_STATUS_SUCCESS) {
-        std::fprintf(stderr, "graph-dump: compute failed (%d)\n", (int)st);
+        std::fprintf(stderr, "error: compute failed (%d)\n", (int)st);
         return 1;
     }
 
@@ -234,7 +233,7 @@ int main(int argc, char ** argv) {
     info.title = "transformer block (CPU)";
     std::string err;
     if (!ggml_graph_dump_files(gf, &info, prefix, &err)) {
-        std::fprintf(stderr, "graph-dump: %s\n", err.c_str());
+        std::fprintf(stderr, "error: %s\n", err.c_str());
         return 1;
     }
     std::printf("%d nodes, %d leafs\n", ggml_graph_n_nodes(gf), ggml_graph_n_leafs(gf));

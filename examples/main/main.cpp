@@ -140,7 +140,8 @@ int main(int argc, char ** argv) {
     }
 
     llm_context_params cp;
-    cp.n_ctx = params.n_ctx;
+    // as llama.cpp: -c 0 takes the model's training context; the default is at most 4096 tokens
+    cp.n_ctx = params.n_ctx_set ? params.n_ctx : std::min(4096, llm_model_hparams(model).n_ctx_train);
     cp.n_batch = params.n_batch;
     cp.n_threads = params.n_threads;
     cp.cache_type = params.cache_type == "f32" ? LLM_CACHE_F32 : LLM_CACHE_F16;

@@ -1,9 +1,11 @@
 // libFuzzer: SPM and BPE tokenize/detokenize of arbitrary bytes (special parsing on and off),
 // and the streaming detokenizer over arbitrary id sequences.
+#include "ggml.h"
 #include "gguf.h"
 #include "vocab.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -23,6 +25,14 @@ static llm_vocab * load(const char * rel) {
     }
     gguf_free(g);
     return v;
+}
+
+// the loaders' warnings (one per input) would dominate the run time: keep errors only
+extern "C" int LLVMFuzzerInitialize(int *, char ***) {
+    ggml_log_set([](ggml_log_level level, const char * text, void *) {
+        if (level == GGML_LOG_LEVEL_ERROR) fputs(text, stderr);
+    }, nullptr);
+    return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
