@@ -3,6 +3,7 @@
 # measure copy bandwidth, and (STAGE includes bench) benchmark random-weight Llama-2-7B / Llama-3-8B.
 #   bash scripts/gpu-check.sh                 # build + tests + bandwidth
 #   STAGE=bench MODELS="l2-q8_0 l2-f16" bash scripts/gpu-check.sh   # + benchmarks (models made in /tmp)
+#   MMVQ_VARIANTS="5 2 4 8" ...                 # + bench-mmvq once per GGML_CUDA_MMVQ value
 # Header-only build deps (doctest, nlohmann-json) come from build-deps/*.deb when not installed;
 # the vocab files for the generator from build-deps/models (or $LLM_SHARED/models).
 set -uo pipefail
@@ -27,6 +28,7 @@ t0=$(date +%s)
 cmake -S . -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON "${prefix_args[@]}" \
   > "$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; exit 1; }
 targets=(test_backend_cuda bench-bw ${EXTRA_TARGETS:-})
+[ -n "${MMVQ_VARIANTS:-}" ] && targets+=(bench-mmvq)
 [ "$STAGE" = bench ] && targets+=(bench quantize)
 cmake --build "$BUILD" -j16 --target "${targets[@]}" > "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -30; tail -20 "$OUT/build.log"; exit 1; }
 log "build: $(( $(date +%s) - t0 )) s"
@@ -42,6 +44,10 @@ fi
 
 bw=$("$BUILD/bin/bench-bw" 4 20 | tee "$OUT/bw.txt" | awk '/^bw_GBps/ {print $2}')
 summary+=("copy bandwidth: ${bw} GB/s (read+write)")
+
+for v in ${MMVQ_VARIANTS:-}; do
+  GGML_CUDA_MMVQ=$v "$BUILD/bin/bench-mmvq" ${MMVQ_REPS:-30} | tee -a "$OUT/mmvq.md" | grep -v "^| variant\|^| ---"
+done
 
 if [ "$STAGE" = bench ]; then
   gen=gguf-py/scripts/gen_random_llama.py

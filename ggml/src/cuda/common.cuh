@@ -99,6 +99,8 @@ struct ggml_cuda_context {
     bool use_graphs = true;
     bool use_fusion = true;
     bool mmvq_v1 = false; // GGML_CUDA_MMVQ_V1=1: the first mmvq kernel (for comparisons)
+    int mmvq_u = 4;       // GGML_CUDA_MMVQ=5: v5 kernel for N = 1; =2/4/8: v6 with that many loads in flight
+    bool mmvq_forced = false; // GGML_CUDA_MMVQ set: its kernel for every K (default: v6 only for K <= 4096)
     ggml_cuda_graph_cache * graphs = nullptr;
     ggml_cuda_profile * prof = nullptr; // GGML_CUDA_PROFILE=1: per-op GPU times, printed at free
 };

@@ -449,11 +449,26 @@ static void run_graph(ggml_cuda_context & ctx, ggml_cgraph * gf, const std::vect
 // re-capture then differs in kernel parameters only and cudaGraphExecUpdate takes it; if the
 // captured topology does differ, the update fails and the graph is instantiated afresh.
 // vals: everything else (data pointers, op params, full shapes) - any change triggers a re-capture.
-static void graph_signature(ggml_cgraph * gf, const std::vector<uint8_t> & fused, std::vector<int64_t> & key,
-                            std::vector<uintptr_t> & vals) {
+static void graph_key(ggml_cgraph * gf, const std::vector<uint8_t> & fused, std::vector<int64_t> & key) {
     key.clear();
-    vals.clear();
     key.reserve((size_t)gf->n_nodes * 12);
+    for (int i = 0; i < gf->n_nodes; ++i) {
+        const ggml_tensor * t = gf->nodes[i];
+        key.push_back(t->op | (fused[i] << 16) | ((int64_t)t->type << 24));
+        if (!ggml_is_view_op(t->op)) {
+            key.push_back(t->ne[1]);
+            key.push_back(t->ne[2] * 65536 + t->ne[3]);
+        }
+        for (int k = 0; k < GGML_MAX_SRC; ++k) {
+            const ggml_tensor * s = t->src[k];
+            key.push_back(s ? s->type : -1);
+        }
+    }
+}
+
+// only computed for topologies that may still be captured (not once one runs eagerly)
+static void graph_vals(ggml_cgraph * gf, std::vector<uintptr_t> & vals) {
+    vals.clear();
     vals.reserve((size_t)gf->n_nodes * 64);
     auto add_vals = [&](const ggml_tensor * t) {
         vals.push_back((uintptr_t)t->data);
@@ -464,19 +479,11 @@ static void graph_signature(ggml_cgraph * gf, const std::vector<uint8_t> & fused
     };
     for (int i = 0; i < gf->n_nodes; ++i) {
         const ggml_tensor * t = gf->nodes[i];
-        key.push_back(t->op | (fused[i] << 16) | ((int64_t)t->type << 24));
-        if (!ggml_is_view_op(t->op)) {
-            key.push_back(t->ne[1]);
-            key.push_back(t->ne[2] * 65536 + t->ne[3]);
-        }
         add_vals(t);
         for (int k = 0; k < GGML_MAX_OP_PARAMS / 4; ++k)
             vals.push_back((uint32_t)t->op_params[k]);
-        for (int k = 0; k < GGML_MAX_SRC; ++k) {
-            const ggml_tensor * s = t->src[k];
-            key.push_back(s ? s->type : -1);
-            if (s) add_vals(s);
-        }
+        for (int k = 0; k < GGML_MAX_SRC; ++k)
+            if (t->src[k]) add_vals(t->src[k]);
     }
 }
 
@@ -509,11 +516,12 @@ static ggml_status cuda_graph_compute(ggml_backend_t backend, ggml_cgraph * gf) 
     ggml_cuda_graph_cache & gc = *ctx.graphs;
     static thread_local std::vector<int64_t> key;
     static thread_local std::vector<uintptr_t> vals;
-    graph_signature(gf, fused, key, vals);
-    t_sig = ggml_time_us();
+    graph_key(gf, fused, key);
     cuda_graph_entry * e = nullptr;
     for (auto & x : gc.entries)
         if (x.key == key) e = &x;
+    if (e && e->n_fail < 4) graph_vals(gf, vals);
+    t_sig = ggml_time_us();
     ++gc.tick;
 
     if (!e) { // first sighting: run eagerly, remember the topology
@@ -749,6 +757,11 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
     }
     ctx->use_fusion = std::getenv("GGML_CUDA_NO_FUSION") == nullptr;
     ctx->mmvq_v1 = std::getenv("GGML_CUDA_MMVQ_V1") != nullptr;
+    if (const char * mv = std::getenv("GGML_CUDA_MMVQ")) {
+        const int u = atoi(mv);
+        ctx->mmvq_u = u == 2 || u == 4 || u == 5 || u == 8 ? u : 4;
+        ctx->mmvq_forced = true;
+    }
 
     ggml_backend_i iface = {};
     iface.get_name = cuda_backend_get_name;

@@ -203,6 +203,51 @@ static __global__ void __launch_bounds__(128)
     }
 }
 
+
+// ---- v6: repacked weights, one warp per row (N = 1) --------------------------------------------
+// A block of 4 warps takes 4 rows; lane l of a warp reads the row's 16-byte chunks l + 32*j. U chunks
+// (U x 16 B of weight quants + their scales) are loaded before the first dp4a, so each thread has U
+// independent 16-byte loads in flight; no shared memory, one shuffle reduction per row at the end.
+template <int U>
+static __global__ void __launch_bounds__(128)
+    k_mmvq_q8r_w(const int8_t * __restrict__ aq, const half * __restrict__ ad, const int8_t * __restrict__ xq,
+                 const float * __restrict__ xd, float * __restrict__ dst, int K, int64_t M, int64_t A2, int64_t B2,
+                 int64_t r2, int64_t r3, cuda_shape ds) {
+    const int lane = threadIdx.x % 32;
+    const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32, bz = blockIdx.y;
+    if (row >= M) return;
+    const int64_t i2 = bz % B2, i3 = bz / B2;
+    const int64_t ra = row + (i2 / r2) * M + (i3 / r3) * M * A2; // weight row (flat)
+    const int4 * wrow = (const int4 *)(aq + ra * K);
+    const half * drow = ad + ra * (K / 32);
+    const int4 * xrow = (const int4 *)(xq + bz * K); // activation row bz (N = 1)
+    const float * dxrow = xd + bz * (K / 32);
+    const int nch = K / 16;
+    float acc = 0.0f;
+    for (int ch0 = lane; ch0 < nch; ch0 += 32 * U) {
+        int4 w[U];
+        float dw[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int ch = ch0 + 32 * u;
+            if (ch < nch) {
+                w[u] = __ldg(wrow + ch);
+                dw[u] = __half2float(drow[ch / 2]);
+            } else {
+                w[u] = make_int4(0, 0, 0, 0);
+                dw[u] = 0.0f;
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int ch = ch0 + 32 * u;
+            if (ch < nch) acc += dw[u] * __ldg(dxrow + ch / 2) * (float)dot16(w[u], __ldg(xrow + ch));
+        }
+    }
+    acc = warp_sum(acc);
+    if (lane == 0) *(float *)((char *)dst + row * ds.nb[0] + i2 * ds.nb[2] + i3 * ds.nb[3]) = acc;
+}
+
 void ggml_cuda_mmvq_q8r(ggml_cuda_context & ctx, const ggml_tensor * a, const void * bq, const ggml_tensor * b,
                         ggml_tensor * dst) {
     GGML_ASSERT(a->type == GGML_TYPE_Q8_0 && a->ne[0] % 32 == 0 && b->ne[1] <= MMVQ_MAX_COLS);
@@ -219,6 +264,22 @@ void ggml_cuda_mmvq_q8r(ggml_cuda_context & ctx, const ggml_tensor * a, const vo
     const int R = N <= 2 && M >= 16 * ctx.n_sm ? 4 : N <= 4 && M >= 8 * ctx.n_sm ? 2 : 1;
     const dim3 grid((unsigned)cuda_ceil_div(M, R), (unsigned)(B2 * B3));
     float * dp = (float *)dst->data;
+    // v6 for N = 1: measured (bench-mmvq, H100) 9.8 vs 10.3 us for K = 4096 rows, but 28.3 vs 21.4 us for
+    // K = 11008 (21 rounds of 32 lanes x 16 B per row), so by default only K <= 4096 takes it;
+    // GGML_CUDA_MMVQ = 2/4/8 forces v6 with that U for every K, = 5 forces v5.
+    const bool v6 = N == 1 && ctx.mmvq_u != 5 && (ctx.mmvq_forced || K <= 4096);
+    if (v6) {
+        const dim3 gw((unsigned)cuda_ceil_div(M, 4), (unsigned)(B2 * B3));
+#define MMVQ_W(u) k_mmvq_q8r_w<u><<<gw, 128, 0, ctx.stream>>>(aq, ad, xq, xd, dp, (int)K, M, a->ne[2], B2, r2, r3, dsh)
+        switch (ctx.mmvq_u) {
+            case 2: MMVQ_W(2); break;
+            case 8: MMVQ_W(8); break;
+            default: MMVQ_W(4); break;
+        }
+#undef MMVQ_W
+        CUDA_CHECK_LAUNCH();
+        return;
+    }
 #define MMVQ_R(n, r)                                                                                                   \
     k_mmvq_q8r<n, r><<<grid, 128, 0, ctx.stream>>>(aq, ad, xq, xd, dp, (int)K, M, a->ne[2], B2, r2, r3, N, dsh)
     switch (N * 8 + R) {

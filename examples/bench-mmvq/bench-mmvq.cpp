@@ -1,0 +1,105 @@
+// bench-mmvq - decode mat-vec (q8_0 weights x one f32 column) on the CUDA backend, in GB/s of weight
+// bytes read, against the copy bandwidth roofline. The mmvq kernel variant comes from the backend's
+// env var GGML_CUDA_MMVQ (5 = v5 blocks of R rows, 2/4/8 = v6 warp per row with that many 16-byte
+// loads in flight); run once per variant.
+//   bench-mmvq [reps=50] [total MB of weight copies=1024]
+// Shapes: [K, M] = 4096x4096, 4096x11008, 11008x4096. Copies of each weight are rotated (total
+// bytes >> 50 MB L2) in one graph of mul_mat nodes sharing the activation; the graph is computed
+// reps times and the median wall time per graph (host clock after a synchronize) is reported.
+// The graph also quantizes the activation once, so its time (~2 us) is included.
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "ggml.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#ifdef GGML_USE_CUDA
+#include "ggml-cuda.h"
+
+static double now_s() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int main(int argc, char ** argv) {
+    const int reps = argc > 1 ? atoi(argv[1]) : 50;
+    const double total_mb = argc > 2 ? atof(argv[2]) : 1024.0;
+    if (reps <= 0 || total_mb <= 0) {
+        fprintf(stderr, "usage: bench-mmvq [reps > 0] [total MB > 0]\n");
+        return 1;
+    }
+    ggml_backend_t be = ggml_backend_cuda_init(0);
+    if (!be) {
+        fprintf(stderr, "bench-mmvq: no CUDA device\n");
+        return 1;
+    }
+    const char * var = getenv("GGML_CUDA_MMVQ");
+    const int shapes[3][2] = {{4096, 4096}, {4096, 11008}, {11008, 4096}};
+    std::mt19937 rng(42);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    printf("| variant | K | M | copies | us/call | GB/s |\n| --- | --- | --- | --- | --- | --- |\n");
+    for (const auto & sh : shapes) {
+        const int64_t K = sh[0], M = sh[1];
+        const size_t wbytes = ggml_row_size(GGML_TYPE_Q8_0, K) * M;
+        const int nc = std::max(4, (int)(total_mb * 1e6 / wbytes));
+        ggml_init_params ip = {ggml_tensor_overhead() * (2 * nc + 8) + ggml_graph_overhead_custom(4 * nc + 16), nullptr,
+                               true};
+        ggml_context * wctx = ggml_init(ip);
+        ggml_context * gctx = ggml_init(ip);
+        std::vector<ggml_tensor *> w(nc);
+        for (int i = 0; i < nc; ++i)
+            w[i] = ggml_new_tensor_2d(wctx, GGML_TYPE_Q8_0, K, M); // [K, M]
+        ggml_backend_buffer_t wbuf = ggml_backend_alloc_ctx_tensors(wctx, be);
+        ggml_backend_buffer_set_usage(wbuf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        // random q8_0 weights (one quantized row pattern per copy, set whole so they get repacked)
+        std::vector<float> rowf(K);
+        std::vector<uint8_t> q(wbytes);
+        const size_t rb = ggml_row_size(GGML_TYPE_Q8_0, K);
+        for (int64_t r = 0; r < M; ++r) {
+            for (auto & v : rowf)
+                v = dist(rng);
+            quantize_row_q8_0_ref(rowf.data(), (block_q8_0 *)(q.data() + r * rb), K);
+        }
+        for (int i = 0; i < nc; ++i)
+            ggml_backend_tensor_set(w[i], q.data(), 0, wbytes);
+        ggml_tensor * x = ggml_new_tensor_2d(gctx, GGML_TYPE_F32, K, 1); // [K, 1]
+        ggml_cgraph * gf = ggml_new_graph_custom(gctx, 4 * nc + 16);
+        for (int i = 0; i < nc; ++i)
+            ggml_build_forward_expand(gf, ggml_mul_mat(gctx, w[i], x)); // [M, 1]
+        ggml_backend_buffer_t gbuf = ggml_backend_alloc_ctx_tensors(gctx, be);
+        std::vector<float> xv(K);
+        for (auto & v : xv)
+            v = dist(rng);
+        ggml_backend_tensor_set(x, xv.data(), 0, K * sizeof(float));
+        std::vector<double> t;
+        for (int r = 0; r < reps + 3; ++r) {
+            const double t0 = now_s();
+            if (ggml_backend_graph_compute(be, gf) != GGML_STATUS_SUCCESS) {
+                fprintf(stderr, "bench-mmvq: graph compute failed (K %lld, M %lld)\n", (long long)K, (long long)M);
+                return 1;
+            }
+            ggml_backend_synchronize(be);
+            if (r >= 3) t.push_back(now_s() - t0);
+        }
+        std::sort(t.begin(), t.end());
+        const double per = t[t.size() / 2] / nc;
+        printf("| %s | %lld | %lld | %d | %.2f | %.0f |\n", var ? var : "default", (long long)K, (long long)M, nc,
+               per * 1e6, wbytes / per / 1e9);
+        ggml_backend_buffer_free(gbuf);
+        ggml_backend_buffer_free(wbuf);
+        ggml_free(gctx);
+        ggml_free(wctx);
+    }
+    ggml_backend_free(be);
+    return 0;
+}
+#else
+int main() {
+    fprintf(stderr, "bench-mmvq: built without CUDA\n");
+    return 1;
+}
+#endif
