@@ -166,11 +166,16 @@ bool run_test(llm_model * model, const bench_params & bp, int n_prompt, int n_ge
     const int n_vocab = llm_model_hparams(model).n_vocab;
     llm_context_params cp;
     cp.n_ctx = depth + n_prompt + n_gen + 1;
-    cp.n_batch = bp.n_batch;
+    // a pure decode test plans its compute buffer for one token (what a tg step needs)
+    cp.n_batch = n_prompt == 0 && depth == 0 ? 1 : bp.n_batch;
     cp.n_threads = bp.n_threads;
     cp.flash_attn = bp.flash_attn;
     llm_context * ctx = llm_context_new(model, cp, &err);
     if (!ctx) return false;
+    const llm_perf mem = llm_get_perf(ctx);
+    fprintf(stderr, "%s: KV cache %.2f MiB (n_ctx %d), compute buffers %.3f MiB (planned for %d tokens)\n",
+            n_prompt > 0 ? ("pp" + std::to_string(n_prompt)).c_str() : ("tg" + std::to_string(n_gen)).c_str(),
+            mem.kv_bytes / 1048576.0, cp.n_ctx, mem.compute_buffer_bytes / 1048576.0, std::min(cp.n_batch, cp.n_ctx));
     std::mt19937 rng(1234);
     bool ok = true;
     if (depth > 0) ok = decode_random(ctx, depth, n_vocab, rng, false, err);  // untimed fill

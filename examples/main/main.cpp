@@ -153,6 +153,15 @@ int main(int argc, char ** argv) {
     }
     fprintf(stderr, "model: %s, n_ctx %d, seed %u\n", llm_model_desc(model).c_str(), llm_n_ctx(ctx),
             llm_sampler(params.sampling).seed());
+    {
+        std::string weights;
+        for (const auto & [name, bytes] : llm_model_buffer_sizes(model)) {
+            weights += (weights.empty() ? "" : ", ") + name + " " + std::to_string(bytes >> 20) + " MiB";
+        }
+        const llm_perf mem = llm_get_perf(ctx);
+        fprintf(stderr, "memory: weights %s; KV cache %zu MiB; compute buffers %zu MiB (planned for %d tokens)\n",
+                weights.c_str(), mem.kv_bytes >> 20, mem.compute_buffer_bytes >> 20, params.n_batch);
+    }
 
     std::signal(SIGINT, on_sigint);
     llm_sampler sampler(params.sampling);
