@@ -3,6 +3,7 @@
 // mul_mat on permuted f16 KV-cache views with GQA, fused RMS_NORM+MUL, flash-decoding splits,
 // copies among f32/f16/q8_0, CUDA-graph replay after data and pointer changes, buffer errors.
 // Without a GPU (or a build without CUDA) it prints SKIPPED and exits 77 (CTest SKIP_RETURN_CODE).
+#include "cuda_test_util.h"  // first: exits 77 (skip) without a GPU
 #include "backend_cases.h"
 #include "ggml-backend.h"
 #include "ggml.h"
@@ -13,22 +14,7 @@
 #include <map>
 #include <set>
 
-#ifndef GGML_USE_CUDA
-static const bool g_skip = [] {
-    printf("SKIPPED: built without CUDA\n");
-    std::exit(77);
-    return true;
-}();
-#else
-#include "ggml-cuda.h"
-
-static const bool g_skip = [] {
-    if (ggml_backend_cuda_get_device_count() == 0) {
-        printf("SKIPPED: no CUDA device\n");
-        std::exit(77);
-    }
-    return false;
-}();
+#ifdef GGML_USE_CUDA
 
 namespace {
 

@@ -3,6 +3,7 @@
 // references built from the reference converters.
 #include "cpu/ops.h"
 #include "ggml-impl.h"
+#include "tensor_test_util.h"
 #include "test_util.h"
 
 #include <barrier>
@@ -15,22 +16,6 @@
 
 namespace {
 
-double rd(const ggml_tensor * t, int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
-    const char * row = (const char *)t->data + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3];
-    switch (t->type) {
-        case GGML_TYPE_F32:
-            return *(const float *)(row + i0 * t->nb[0]);
-        case GGML_TYPE_F16:
-            return ggml_fp16_to_fp32(*(const ggml_fp16_t *)(row + i0 * t->nb[0]));
-        case GGML_TYPE_Q8_0: {
-            const block_q8_0 * b = (const block_q8_0 *)(row + (i0 / 32) * t->nb[0]);
-            return (double)ggml_fp16_to_fp32(b->d) * b->qs[i0 % 32];
-        }
-        default:
-            GGML_ABORT("rd: type");
-    }
-}
-
 // element k (linear, ne order) of t
 double rd_linear(const ggml_tensor * t, int64_t k) {
     const int64_t i0 = k % t->ne[0], i1 = (k / t->ne[0]) % t->ne[1], i2 = (k / (t->ne[0] * t->ne[1])) % t->ne[2];
@@ -38,26 +23,6 @@ double rd_linear(const ggml_tensor * t, int64_t k) {
     return rd(t, i0, i1, i2, i3);
 }
 
-void fill(ggml_tensor * t, std::mt19937 & rng) { // contiguous t
-    std::normal_distribution<float> nd(0.0f, 2.0f);
-    std::vector<float> v(ggml_nelements(t));
-    for (auto & x : v)
-        x = nd(rng);
-    switch (t->type) {
-        case GGML_TYPE_F32:
-            std::memcpy(t->data, v.data(), v.size() * 4);
-            break;
-        case GGML_TYPE_F16:
-            for (size_t i = 0; i < v.size(); ++i)
-                ((ggml_fp16_t *)t->data)[i] = ggml_fp32_to_fp16(v[i]);
-            break;
-        case GGML_TYPE_Q8_0:
-            quantize_row_q8_0_ref(v.data(), (block_q8_0 *)t->data, (int64_t)v.size());
-            break;
-        default:
-            GGML_ABORT("fill: type");
-    }
-}
 
 ggml_context * new_ctx() { return ggml_init({size_t(64) << 20, nullptr, false}); }
 
@@ -126,7 +91,7 @@ TEST_CASE("cpy: all type pairs, permuted source, contiguous destination") {
             for (int nth = 1; nth <= 3; ++nth) {
                 ggml_context * ctx = new_ctx();
                 ggml_tensor * s0 = ggml_new_tensor_4d(ctx, ts, 64, 3, 5, 2);
-                fill(s0, rng);
+                fill(s0, rng, 2.0f);
                 ggml_tensor * s = ggml_permute(ctx, s0, 0, 2, 1, 3); // [64, 5, 3, 2], rows dense
                 ggml_tensor * d = ggml_new_tensor_4d(ctx, td, 64, 5, 3, 2);
                 std::memset(d->data, 0xff, ggml_nbytes(d));
@@ -147,7 +112,7 @@ TEST_CASE("cpy: contiguous and same-shape fast paths, all type pairs") {
         for (ggml_type td : k_types) {
             ggml_context * ctx = new_ctx();
             ggml_tensor * s = ggml_new_tensor_3d(ctx, ts, 96, 7, 3);
-            fill(s, rng);
+            fill(s, rng, 2.0f);
             ggml_tensor * d = ggml_new_tensor_3d(ctx, td, 96, 7, 3);
             std::memset(d->data, 0xff, ggml_nbytes(d));
             compute(ctx, ggml_cpy(ctx, s, d), 2);
@@ -172,7 +137,7 @@ TEST_CASE("cpy: transposed source into a strided V-cache view (f32/f16 destinati
                 const int64_t n_embd = 48, n_tokens = 5, n_ctx = 16, n_past = 3;
                 ggml_context * ctx = new_ctx();
                 ggml_tensor * vcur = ggml_new_tensor_2d(ctx, ts, n_embd, n_tokens);
-                fill(vcur, rng);
+                fill(vcur, rng, 2.0f);
                 ggml_tensor * cache = ggml_new_tensor_2d(ctx, td, n_ctx, n_embd); // V stored transposed
                 std::memset(cache->data, 0, ggml_nbytes(cache));
                 ggml_tensor * dst = ggml_view_2d(ctx, cache, n_tokens, n_embd, cache->nb[1], n_past * cache->nb[0]);
@@ -200,7 +165,7 @@ TEST_CASE("dup / cont of non-contiguous views") {
         for (int nth = 1; nth <= 3; ++nth) {
             ggml_context * ctx = new_ctx();
             ggml_tensor * a = ggml_new_tensor_3d(ctx, t, 64, 6, 4);
-            fill(a, rng);
+            fill(a, rng, 2.0f);
             ggml_tensor * p = ggml_permute(ctx, a, 0, 2, 1, 3);                             // [64, 4, 6]
             ggml_tensor * v = ggml_view_2d(ctx, a, 32, 10, a->nb[1], ggml_row_size(t, 32)); // right half of rows
             ggml_tensor * c1 = ggml_cont(ctx, p);
@@ -230,7 +195,7 @@ TEST_CASE("get_rows: f32 / f16 / q8_0 sources, batched indices, 1-3 threads") {
             const int64_t n_embd = 96, n_rows = 11, B1 = 3;
             ggml_context * ctx = new_ctx();
             ggml_tensor * a = ggml_new_tensor_3d(ctx, t, n_embd, n_rows, B1);
-            fill(a, rng);
+            fill(a, rng, 2.0f);
             ggml_tensor * idx = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, 7, B1);
             for (int64_t i = 0; i < 7 * B1; ++i)
                 ((int32_t *)idx->data)[i] = (int32_t)(rng() % n_rows);
@@ -259,7 +224,7 @@ TEST_CASE("get_rows: token embedding lookup with a strided index view") {
     std::mt19937 rng(6);
     ggml_context * ctx = new_ctx();
     ggml_tensor * emb = ggml_new_tensor_2d(ctx, GGML_TYPE_Q8_0, 64, 50);
-    fill(emb, rng);
+    fill(emb, rng, 2.0f);
     ggml_tensor * ids = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 12);
     for (int i = 0; i < 12; ++i)
         ((int32_t *)ids->data)[i] = (i * 17) % 50;
