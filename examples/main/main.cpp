@@ -129,8 +129,20 @@ int main(int argc, char ** argv) {
     if (bad >= 0) return fail("prompt is not valid UTF-8 (byte offset " + std::to_string(bad) + ")");
     if (llm_utf8_invalid_at(params.system_prompt) >= 0) return fail("system prompt is not valid UTF-8");
 
+    std::signal(SIGINT, on_sigint);
     llm_model_params mp;
     mp.n_gpu_layers = params.n_gpu_layers;
+    if (params.n_gpu_layers > 0) {  // weights are copied to the device once: show it
+        mp.progress = [last = -1](float f) mutable {
+            const int pct = (int) (f * 100.0f);
+            if (pct / 5 != last / 5) {
+                fprintf(stderr, "\rloading weights [%-20.*s] %3d%%", pct / 5, "####################", pct);
+                if (pct >= 100) fprintf(stderr, "\n");
+                last = pct;
+            }
+            return g_interrupted == 0;  // Ctrl-C cancels the load
+        };
+    }
     llm_model * model = llm_model_load(params.model.c_str(), mp, &err);
     if (!model) return fail(err);
     const llm_vocab & vocab = llm_model_get_vocab(model);
@@ -163,7 +175,6 @@ int main(int argc, char ** argv) {
                 weights.c_str(), mem.kv_bytes >> 20, mem.compute_buffer_bytes >> 20, params.n_batch);
     }
 
-    std::signal(SIGINT, on_sigint);
     llm_sampler sampler(params.sampling);
     int rc = 0;
 
