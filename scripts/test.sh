@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build everything and run every test: C++ (CTest/doctest), the Python package (pytest),
+# Build everything and run every test: C++ (CTest/doctest), the Python package (pytest), the tools
+# end to end on the shared model (scripts/smoke-tools.sh, incl. every bad input of scripts/bad-inputs.sh),
 # and the sanitizer (ASan+UBSan) build of the library and CPU tests.
 #   bash scripts/test.sh            # CMAKE_ARGS=-DGGML_CUDA=OFF forces the CPU-only build
 # SKIP_SANITIZE=1 skips the sanitizer build.
@@ -12,6 +13,7 @@ cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-}
 cmake --build build-test -j"$jobs"
 (cd build-test && ctest --output-on-failure -j"$jobs")
 /usr/bin/python3 -m pytest -q gguf-py/tests
+bash scripts/smoke-tools.sh build-test
 if [ "${SKIP_SANITIZE:-0}" != 1 ]; then
   bash scripts/sanitize.sh
 fi

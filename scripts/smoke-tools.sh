@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# End-to-end checks of the tools on the real shared model (run by scripts/test.sh):
+# the README main job's greedy story, a q8_0 quantize round trip that still generates, perplexity,
+# tokenize, graph-dump, then every bad input of scripts/bad-inputs.sh.
+#   bash scripts/smoke-tools.sh [BUILD_DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+bin=$build/bin
+export LLM_SHARED=${LLM_SHARED:-$(cd .. && pwd)/shared}
+model=$LLM_SHARED/models/stories260K.gguf
+W=$(mktemp -d /tmp/smoke-tools.XXXXXX)
+trap 'rm -rf "$W"' EXIT
+pass=0 fail=0
+check() {  # name, expected substring, command...
+  local name=$1 want=$2
+  shift 2
+  local out
+  if out=$("$@" 2>"$W/err") && [[ "$out" == *"$want"* ]]; then
+    pass=$((pass + 1))
+    echo "ok   $name"
+  else
+    fail=$((fail + 1))
+    echo "FAIL $name: wanted '$want'"
+    echo "$out" | head -5
+    head -5 "$W/err"
+  fi
+}
+story="Once upon a time, there was a little girl named Lily. She loved to play outside in the park."
+check "main greedy story (f32)" "$story" "$bin/main" -m "$model" -p "Once upon a time" -n 40 --temp 0 -t 2
+check "quantize to q8_0" "model size:" "$bin/quantize" "$model" "$W/q8.gguf" q8_0 2
+check "main on the q8_0 file" "Once upon a time, there was" "$bin/main" -m "$W/q8.gguf" -p "Once upon a time" -n 16 --temp 0
+check "main seeded sampling is reproducible" "$("$bin/main" -m "$model" -p "Once" -n 24 --temp 0.8 -s 42 2>/dev/null)" \
+  "$bin/main" -m "$model" -p "Once" -n 24 --temp 0.8 -s 42
+printf '%s\n' "$story One day, she saw a big, red ball. She wanted to play with it." > "$W/text.txt"
+for i in 1 2 3 4; do cat "$W/text.txt" "$W/text.txt" > "$W/t2" && mv "$W/t2" "$W/text.txt"; done
+check "perplexity" "Final estimate: PPL =" "$bin/perplexity" -m "$model" -f "$W/text.txt" -c 64
+check "tokenize --ids" "[1, 403, 407, 261, 378]" "$bin/tokenize" -m "$model" -p "Once upon a time" --ids
+check "graph-dump of a decode step" "wrote $W/g.dot" "$bin/graph-dump" -m "$model" -n 1 -o "$W/g"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
+bash scripts/bad-inputs.sh "$build" > "$W/bad.md"
+tail -1 "$W/bad.md"
