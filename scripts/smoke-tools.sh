@@ -37,6 +37,15 @@ for i in 1 2 3 4; do cat "$W/text.txt" "$W/text.txt" > "$W/t2" && mv "$W/t2" "$W
 check "perplexity" "Final estimate: PPL =" "$bin/perplexity" -m "$model" -f "$W/text.txt" -c 64
 check "tokenize --ids" "[1, 403, 407, 261, 378]" "$bin/tokenize" -m "$model" -p "Once upon a time" --ids
 check "graph-dump of a decode step" "wrote $W/g.dot" "$bin/graph-dump" -m "$model" -n 1 -o "$W/g"
+# chat: a Llama 3 vocab (random weights); turn 2 must evaluate only what it adds to the cache:
+# <|start_header_id|>user<|end_header_id|>\n\nSecond question<|eot_id|><|start_header_id|>assistant... = 11 tokens
+/usr/bin/python3 gguf-py/scripts/gen_random_llama.py --custom --n-embd 32 --n-ff 64 --n-layer 1 --n-head 2 \
+  --n-head-kv 1 --n-vocab 128256 --vocab bpe --ctx 512 --outtype f32 --out "$W/l3.gguf" > /dev/null
+chat_turns() {
+  printf 'Hello there\nSecond question\n' | "$bin/main" -m "$W/l3.gguf" -cnv -sys "Be brief" -n 3 --temp 0 \
+    --verbose-prompt 2>&1 | grep -o 'prompt: [0-9]* tokens' | tr '\n' ' '
+}
+check "chat keeps history in the KV cache" "prompt: 19 tokens prompt: 11 tokens" chat_turns
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
 bash scripts/bad-inputs.sh "$build" > "$W/bad.md"

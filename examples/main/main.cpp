@@ -258,13 +258,16 @@ int main(int argc, char ** argv) {
                 rc = fail(err);
                 break;
             }
-            // the end-of-turn token goes into the cache too, so the next turn follows it
+            // the end-of-turn token goes into the cache too, so the next turn follows it as the template
+            // says; a reply cut short by -n or Ctrl-C is closed with the template's end-of-turn token
+            int32_t end_of_turn = tmpl == LLM_CHAT_TEMPLATE_LLAMA3 && vocab.eot >= 0 ? vocab.eot : vocab.eos;
             if (!reply.empty() && vocab.is_eog(reply.back())) {
-                if (!gen.decode({reply.back()}, &err)) {
-                    rc = fail(err);
-                    break;
-                }
+                end_of_turn = reply.back();
                 reply.pop_back();
+            }
+            if (end_of_turn >= 0 && !gen.decode({end_of_turn}, &err)) {
+                rc = fail(err);
+                break;
             }
             history.push_back({"assistant", llm_detokenize(vocab, reply, false, false)});
         }
