@@ -4,7 +4,8 @@
 #   bash scripts/gpu-check.sh                 # build + tests + bandwidth
 #   STAGE=bench MODELS="l2-q8_0 l2-f16" bash scripts/gpu-check.sh   # + benchmarks (models made in /tmp)
 #   MMVQ_VARIANTS="5 2 4 8" ...                 # + bench-mmvq once per GGML_CUDA_MMVQ value
-# Header-only build deps (doctest, nlohmann-json) come from build-deps/*.deb when not installed;
+# Header-only build deps (doctest, nlohmann-json) come from build-deps/*.deb when not installed
+# (made here by scripts/gpu-prepare.sh; pass carry: ["build-deps"] to the device call);
 # the vocab files for the generator from build-deps/models (or $LLM_SHARED/models).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +28,7 @@ export LLM_SHARED=${LLM_SHARED:-$ROOT/build-deps}
 t0=$(date +%s)
 cmake -S . -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON "${prefix_args[@]}" \
   > "$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; exit 1; }
-targets=(test_backend_cuda bench-bw ${EXTRA_TARGETS:-})
+targets=(test_backend_cuda test_llm_gpu bench-bw ${EXTRA_TARGETS:-})
 [ -n "${MMVQ_VARIANTS:-}" ] && targets+=(bench-mmvq)
 [ "$STAGE" = bench ] && targets+=(bench quantize)
 cmake --build "$BUILD" -j16 --target "${targets[@]}" > "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -30; tail -20 "$OUT/build.log"; exit 1; }
@@ -40,6 +41,11 @@ if [ "$STAGE" != bench ] || [ "${RUN_TESTS:-0}" = 1 ]; then
   grep -E "ERROR|FAILED|failed|nmse|SKIPPED|cases$|graph replays" "$OUT/test_backend_cuda.log" | grep -v "^\s*$" | head -60
   tail -4 "$OUT/test_backend_cuda.log"
   summary+=("test_backend_cuda rc=$rc")
+  # whole-model GPU vs CPU logits for every -ngl (random models written by gguf-py with this python3)
+  LLM_PYTHON=$(command -v python3) "$BUILD/tests/test_llm_gpu" > "$OUT/test_llm_gpu.log" 2>&1
+  rc=$?
+  tail -3 "$OUT/test_llm_gpu.log"
+  summary+=("test_llm_gpu rc=$rc")
 fi
 
 bw=$("$BUILD/bin/bench-bw" 4 20 | tee "$OUT/bw.txt" | awk '/^bw_GBps/ {print $2}')
