@@ -57,6 +57,9 @@ template <typename F> double run_threads(int nth, F fn) {
     return now_s() - t0;
 }
 
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12: _mm512_reduce_add_ps uses _mm512_undefined
+#endif
 float sum_floats(const float * p, size_t n) {
 #if defined(__AVX512F__)
     __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
