@@ -124,7 +124,6 @@ int main(int argc, char ** argv) {
         return 0;
     }
     if (params.model.empty()) return fail("no model given (-m FILE.gguf)");
-    if (!params.conversation && params.prompt.empty()) params.prompt = "";
     const long bad = llm_utf8_invalid_at(params.prompt);
     if (bad >= 0) return fail("prompt is not valid UTF-8 (byte offset " + std::to_string(bad) + ")");
     if (llm_utf8_invalid_at(params.system_prompt) >= 0) return fail("system prompt is not valid UTF-8");
@@ -163,8 +162,8 @@ int main(int argc, char ** argv) {
         llm_model_free(model);
         return fail(err);
     }
-    fprintf(stderr, "model: %s, n_ctx %d, seed %u\n", llm_model_desc(model).c_str(), llm_n_ctx(ctx),
-            llm_sampler(params.sampling).seed());
+    llm_sampler sampler(params.sampling);  // picks the seed when -s is -1: print the one in use
+    fprintf(stderr, "model: %s, n_ctx %d, seed %u\n", llm_model_desc(model).c_str(), llm_n_ctx(ctx), sampler.seed());
     {
         std::string weights;
         for (const auto & [name, bytes] : llm_model_buffer_sizes(model)) {
@@ -175,7 +174,6 @@ int main(int argc, char ** argv) {
                 weights.c_str(), mem.kv_bytes >> 20, mem.compute_buffer_bytes >> 20, params.n_batch);
     }
 
-    llm_sampler sampler(params.sampling);
     int rc = 0;
 
     if (!params.conversation) {
