@@ -26,6 +26,9 @@ void compute(ggml_context * ctx, ggml_tensor * out, int nth) {
 
 enum class act_ref { exact, f16, q8_1 }; // how the reference rounds the activations
 
+// q8_0 weights see activations quantized to q8_1; float weights see them exactly
+act_ref act_ref_for(ggml_type ta) { return ta == GGML_TYPE_Q8_0 ? act_ref::q8_1 : act_ref::exact; }
+
 // out [M, N, B2, B3] vs sum_k a[k, m, i2/r2, i3/r3] * b'[k, n, i2, i3] in double.
 // Returns the number of elements off by more than tol * sum|a*b| (+ 1e-6 absolute).
 int check_mul_mat(const ggml_tensor * out, const ggml_tensor * a, const ggml_tensor * b, act_ref ar, double tol,
@@ -151,7 +154,7 @@ TEST_CASE("mul_mat broadcast (GQA): a [K, M, 2, 1] x b [K, N, 4, 2]") {
                 INFO("ta = " << ggml_type_name(ta));
                 CAPTURE(N);
                 CAPTURE(nth);
-                const act_ref ar = ta == GGML_TYPE_Q8_0 ? act_ref::q8_1 : act_ref::exact;
+                const act_ref ar = act_ref_for(ta);
                 CHECK(check_mul_mat(out, a, b, ar, 1e-5) == 0);
                 ggml_free(ctx);
             }
@@ -186,7 +189,7 @@ TEST_CASE("mul_mat with transposed and permuted activations") {
             compute(ctx, o2, nth);
             INFO("ta = " << ggml_type_name(ta));
             CAPTURE(nth);
-            const act_ref ar = ta == GGML_TYPE_Q8_0 ? act_ref::q8_1 : act_ref::exact;
+            const act_ref ar = act_ref_for(ta);
             CHECK(check_mul_mat(o1, a, b1, ar, 1e-5) == 0);
             CHECK(check_mul_mat(o2, a, b2, ar, 1e-5) == 0);
             ggml_free(ctx);
@@ -218,7 +221,7 @@ TEST_CASE("mul_mat with a permuted KV-cache style weight view") {
                 INFO("ta = " << ggml_type_name(ta));
                 CAPTURE(n_tokens);
                 CAPTURE(nth);
-                const act_ref ar = ta == GGML_TYPE_Q8_0 ? act_ref::q8_1 : act_ref::exact;
+                const act_ref ar = act_ref_for(ta);
                 CHECK(check_mul_mat(kq, k, q, ar, 1e-5) == 0);
                 ggml_free(ctx);
             }
@@ -240,7 +243,7 @@ TEST_CASE("mul_mat with strided weight rows (row view of a wider tensor)") {
         poison(out);
         compute(ctx, out, 2);
         INFO("ta = " << ggml_type_name(ta));
-        const act_ref ar = ta == GGML_TYPE_Q8_0 ? act_ref::q8_1 : act_ref::exact;
+        const act_ref ar = act_ref_for(ta);
         CHECK(check_mul_mat(out, a, b, ar, 1e-5) == 0);
         ggml_free(ctx);
     }
