@@ -101,6 +101,9 @@ static bool decode_batch(llm_context * ctx, const int32_t * tokens, int n, int o
     }
     for (int i = 0; i < n; ++i) pos[i] = n_past + i;
     ggml_backend_tensor_set(g.inp_pos, pos, 0, n * sizeof(int32_t));
+    ctx->mask_buf.resize((size_t) g.n_kv * n);
+    llm_graph_fill_mask(ctx->mask_buf.data(), g.n_kv, n, n_past);
+    ggml_backend_tensor_set(g.inp_kq_mask, ctx->mask_buf.data(), 0, ctx->mask_buf.size() * sizeof(float));
 
     const ggml_status st = ggml_backend_sched_graph_compute(ctx->sched, g.gf);
     if (st != GGML_STATUS_SUCCESS) {

@@ -1,21 +1,39 @@
 // graph.cpp - the Llama forward graph of one step: n_tokens new tokens at positions n_past.., attending
 // to the n_past cached cells plus themselves (causal), logits of the last token (or of every token).
+//
+// Decode steps keep one graph: the step's cells are written with SET_ROWS at the positions in inp_pos, and
+// attention reads a KV view of n_kv = n_past + n_tokens rounded up to LLM_KV_PAD cells, with the causal
+// limit in the inp_kq_mask input. Consecutive decode steps then differ only in their inputs' contents
+// (tokens, positions, mask), so a backend can replay the step it captured (CUDA graphs) for LLM_KV_PAD
+// tokens in a row.
 #include "llm-impl.h"
 
+#include <algorithm>
 #include <cmath>
+
+int llm_graph_n_kv(int n_past, int n_tokens, int n_ctx) {
+    return std::min(n_ctx, (n_past + n_tokens + LLM_KV_PAD - 1) / LLM_KV_PAD * LLM_KV_PAD);
+}
+
+void llm_graph_fill_mask(float * mask, int n_kv, int n_tokens, int n_past) {
+    for (int i = 0; i < n_tokens; ++i)
+        for (int j = 0; j < n_kv; ++j)
+            mask[(size_t) i * n_kv + j] = j <= n_past + i ? 0.0f : -INFINITY;
+}
 
 llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_past, bool all_logits) {
     const llm_model & model = *lctx.model;
     const llm_hparams & hp = model.hp;
     const llm_kv_cache & kv = lctx.kv;
     const int64_t n_embd = hp.n_embd, n_head = hp.n_head, n_head_kv = hp.n_head_kv, hd = hp.n_embd_head;
-    const int n_kv = n_past + n_tokens;  // cells visible to this step
+    GGML_ASSERT(n_tokens > 0 && n_past + n_tokens <= kv.n_ctx);
+    const int n_kv = llm_graph_n_kv(n_past, n_tokens, kv.n_ctx);  // cells read by attention (masked beyond)
     const float kq_scale = 1.0f / std::sqrt((float) hd);
-    GGML_ASSERT(n_tokens > 0 && n_kv <= kv.n_ctx);
 
     llm_graph g;
     g.n_tokens = n_tokens;
     g.n_past = n_past;
+    g.n_kv = n_kv;
     g.n_out = all_logits ? n_tokens : 1;
     g.ctx = ggml_init({lctx.graph_mem.size(), lctx.graph_mem.data(), true});
     ggml_context * ctx = g.ctx;
@@ -28,6 +46,9 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_past, bool all
     g.inp_pos = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_tokens);  // i32 [n_tokens]
     ggml_set_name(g.inp_pos, "inp_pos");
     ggml_set_input(g.inp_pos);
+    g.inp_kq_mask = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, n_kv, n_tokens);  // f32 [n_kv, n_tokens]: 0 or -inf
+    ggml_set_name(g.inp_kq_mask, "inp_kq_mask");
+    ggml_set_input(g.inp_kq_mask);
 
     ggml_tensor * x = ggml_get_rows(ctx, model.tok_embd, g.inp_tokens);  // [n_embd, n_tokens]
     ggml_set_name(x, "inp_embd");
@@ -49,6 +70,10 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_past, bool all
         ggml_format_name(k, "Kcur-%d", il);
         ggml_tensor * v = ggml_mul_mat(ctx, L.wv, cur);  // [n_embd_v_gqa, n_tokens]
         ggml_format_name(v, "Vcur-%d", il);
+        // q, k, v stay adjacent in the graph (a backend may compute the three mat-vecs in one launch)
+        ggml_build_forward_expand(gf, q);
+        ggml_build_forward_expand(gf, k);
+        ggml_build_forward_expand(gf, v);
 
         q = ggml_rope_ext(ctx, ggml_reshape_3d(ctx, q, hd, n_head, n_tokens), g.inp_pos, L.rope_freqs, hp.n_rot,
                           GGML_ROPE_TYPE_NORMAL, hp.rope_freq_base, hp.rope_freq_scale);  // [hd, n_head, n_tokens]
@@ -58,20 +83,20 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_past, bool all
                           hp.rope_freq_scale);  // [hd, n_head_kv, n_tokens]
         ggml_format_name(k, "Krope-%d", il);
 
-        llm_kv_store(ctx, gf, kv, il, ggml_reshape_2d(ctx, k, hd * n_head_kv, n_tokens), v, n_past);
+        llm_kv_store(ctx, gf, kv, il, ggml_reshape_2d(ctx, k, hd * n_head_kv, n_tokens), v, g.inp_pos);
 
         ggml_tensor * qp = ggml_permute(ctx, q, 0, 2, 1, 3);  // [hd, n_tokens, n_head]
         ggml_tensor * kc = llm_kv_view_k(ctx, kv, il, n_kv);  // [hd, n_kv, n_head_kv]
         ggml_tensor * vc = llm_kv_view_v(ctx, kv, il, n_kv);
         ggml_tensor * attn;
         if (lctx.params.flash_attn) {
-            attn = ggml_flash_attn_ext(ctx, qp, kc, vc, nullptr, kq_scale, n_past);  // [hd, n_head, n_tokens]
+            attn = ggml_flash_attn_ext(ctx, qp, kc, vc, g.inp_kq_mask, kq_scale, -1);  // [hd, n_head, n_tokens]
             ggml_format_name(attn, "fattn-%d", il);
             attn = ggml_reshape_2d(ctx, attn, n_embd, n_tokens);
         } else {
             ggml_tensor * kq = ggml_mul_mat(ctx, kc, qp);  // [n_kv, n_tokens, n_head]
             ggml_format_name(kq, "kq-%d", il);
-            kq = ggml_soft_max_causal(ctx, kq, kq_scale, n_past);
+            kq = ggml_soft_max_ext(ctx, kq, g.inp_kq_mask, kq_scale);
             ggml_format_name(kq, "kq_soft_max-%d", il);
             ggml_tensor * kqv = ggml_mul_mat(ctx, vc, kq);  // [hd, n_tokens, n_head]
             ggml_format_name(kqv, "kqv-%d", il);

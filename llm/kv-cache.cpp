@@ -78,28 +78,21 @@ void llm_kv_cache_clear(llm_kv_cache & kv) {
 }
 
 void llm_kv_store(ggml_context * ctx, ggml_cgraph * gf, const llm_kv_cache & kv, int il, ggml_tensor * k_cur,
-                  ggml_tensor * v_cur, int n_past) {
+                  ggml_tensor * v_cur, ggml_tensor * cells) {
     ggml_tensor * k = kv.k[il];
     ggml_tensor * v = kv.v[il];
     const int64_t n_embd_kv = k->ne[0];
     const int64_t n_tokens = k_cur->ne[1];
     GGML_ASSERT(k_cur->ne[0] == n_embd_kv && v_cur->ne[0] == n_embd_kv && v_cur->ne[1] == n_tokens);
-    GGML_ASSERT(n_past + n_tokens <= kv.n_ctx);
+    GGML_ASSERT(cells->type == GGML_TYPE_I32 && cells->ne[0] == n_tokens && n_tokens <= kv.n_ctx);
 
-    ggml_tensor * k_dst = ggml_view_2d(ctx, k, n_embd_kv, n_tokens, k->nb[1], n_past * k->nb[1]);
-    ggml_format_name(k_dst, "k_cache_view-%d", il);
-    ggml_build_forward_expand(gf, ggml_cpy(ctx, k_cur, k_dst));
-
-    ggml_tensor * v_dst;
-    if (kv.v_trans) {
-        // [n_tokens, n_embd_v_gqa] columns n_past.. of the transposed cache
-        v_dst = ggml_view_2d(ctx, v, n_tokens, n_embd_kv, v->nb[1], n_past * ggml_type_size(v->type));
-        v_cur = ggml_transpose(ctx, v_cur);
-    } else {
-        v_dst = ggml_view_2d(ctx, v, n_embd_kv, n_tokens, v->nb[1], n_past * v->nb[1]);
-    }
-    ggml_format_name(v_dst, "v_cache_view-%d", il);
-    ggml_build_forward_expand(gf, ggml_cpy(ctx, v_cur, v_dst));
+    ggml_tensor * kw = ggml_set_rows(ctx, k, k_cur, cells);  // rows of k [n_embd_k_gqa, n_ctx]
+    ggml_format_name(kw, "k_cache_store-%d", il);
+    ggml_build_forward_expand(gf, kw);
+    // v_trans: v is [n_ctx, n_embd_v_gqa]; its transpose [n_embd_v_gqa, n_ctx] has one "row" per cell
+    ggml_tensor * vw = ggml_set_rows(ctx, kv.v_trans ? ggml_transpose(ctx, v) : v, v_cur, cells);
+    ggml_format_name(vw, "v_cache_store-%d", il);
+    ggml_build_forward_expand(gf, vw);
 }
 
 ggml_tensor * llm_kv_view_k(ggml_context * ctx, const llm_kv_cache & kv, int il, int n_kv) {

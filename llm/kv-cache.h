@@ -8,7 +8,7 @@
 //   llm_kv_cache kv;
 //   if (!llm_kv_cache_init(kv, model, 4096, GGML_TYPE_F16, /*v_trans=*/true, &err)) ...
 //   // in a graph: store this step's k/v, then view the first n_kv cells for attention
-//   llm_kv_store(ctx, gf, kv, il, k_cur, v_cur, n_past);
+//   llm_kv_store(ctx, gf, kv, il, k_cur, v_cur, pos);   // pos: i32 [n_tokens] cells to write
 //   ggml_tensor * k = llm_kv_view_k(ctx, kv, il, n_kv);   // [head_dim, n_kv, n_head_kv]
 //   llm_kv_cache_free(kv);
 #pragma once
@@ -41,10 +41,11 @@ bool llm_kv_cache_init(llm_kv_cache & kv, const llm_model & model, int n_ctx, gg
 void llm_kv_cache_free(llm_kv_cache & kv);
 void llm_kv_cache_clear(llm_kv_cache & kv);  // zero the cells (no NaN garbage) and n_past = 0
 
-// Write k_cur [n_embd_k_gqa, n_tokens] and v_cur [n_embd_v_gqa, n_tokens] into cells n_past.. of layer il;
-// the copies are expanded into gf (before the attention that reads them).
+// Write k_cur [n_embd_k_gqa, n_tokens] and v_cur [n_embd_v_gqa, n_tokens] into the cells named by the i32
+// tensor cells [n_tokens] of layer il (SET_ROWS: the graph does not change with the cell numbers); the writes
+// are expanded into gf (before the attention that reads them).
 void llm_kv_store(ggml_context * ctx, ggml_cgraph * gf, const llm_kv_cache & kv, int il, ggml_tensor * k_cur,
-                  ggml_tensor * v_cur, int n_past);
+                  ggml_tensor * v_cur, ggml_tensor * cells);
 // [head_dim, n_kv, n_head_kv] views of the first n_kv cells (no copy)
 ggml_tensor * llm_kv_view_k(ggml_context * ctx, const llm_kv_cache & kv, int il, int n_kv);
 // v_trans: [n_kv, head_dim, n_head_kv] (a of kq*v); otherwise [head_dim, n_kv, n_head_kv] (flash attention)

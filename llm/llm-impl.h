@@ -72,6 +72,7 @@ struct llm_context {
     ggml_backend_sched_t sched = nullptr;
     size_t graph_size = 0;                 // max nodes of one step's graph
     std::vector<uint8_t> graph_mem;        // tensor headers + graph of the current step
+    std::vector<float>   mask_buf;         // the current step's inp_kq_mask
 
     llm_kv_cache kv;
 
@@ -86,13 +87,22 @@ struct llm_graph {
     ggml_context * ctx = nullptr;
     ggml_cgraph *  gf = nullptr;
     ggml_tensor *  inp_tokens = nullptr;  // i32 [n_tokens]
-    ggml_tensor *  inp_pos = nullptr;     // i32 [n_tokens]
+    ggml_tensor *  inp_pos = nullptr;     // i32 [n_tokens]: positions = the KV cells written
+    ggml_tensor *  inp_kq_mask = nullptr; // f32 [n_kv, n_tokens]: 0 where key j is visible to token i, else -inf
     ggml_tensor *  logits = nullptr;      // f32 [n_vocab, n_out]
     ggml_tensor *  argmax = nullptr;      // i32 [1], argmax of the last logits row
     int n_tokens = 0;
     int n_past = 0;
+    int n_kv = 0;  // KV cells attention reads (llm_graph_n_kv)
     int n_out = 0;
 };
+
+// Attention reads n_past + n_tokens cells rounded up to LLM_KV_PAD (at most n_ctx), so decode graphs keep
+// their shapes for LLM_KV_PAD steps; the padding cells are masked out.
+constexpr int LLM_KV_PAD = 256;
+int  llm_graph_n_kv(int n_past, int n_tokens, int n_ctx);
+// mask [n_tokens][n_kv]: 0 where j <= n_past + i (causal), else -inf
+void llm_graph_fill_mask(float * mask, int n_kv, int n_tokens, int n_past);
 
 // graph.cpp: build the graph for n_tokens tokens at positions n_past.. (all_logits: one logits row per
 // token, else only the last). Free with ggml_free(g.ctx).

@@ -13,7 +13,8 @@
 //       double e = backend_case_nmse(got, expected);               // CHECK(e <= c.max_nmse)
 //   }
 //
-// Leaf data by name prefix: "pos" i32 positions in [0, 1000); "ff" f32 freq factors in [1, 8];
+// Leaf data by name prefix: "pos" i32 positions in [0, 1000); "rowids" i32 n distinct values in [0, 2n);
+// "ff" f32 freq factors in [1, 8];
 // "mask" f32/f16 (0, small negatives, -inf; rows with i1 % 5 == 3 fully -inf); "ties" small
 // integers in [-2, 2] (for argmax ties); anything else uniform in [-1, 1] without zeros (f16: exact
 // multiples of 1/1024), i32 in [0, 100).
@@ -25,6 +26,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -86,6 +88,16 @@ inline std::vector<uint8_t> backend_case_leaf_data(const ggml_tensor * leaf, uin
     std::vector<uint8_t> out(n * (leaf->type == GGML_TYPE_F16 ? 2 : 4));
     for (int64_t i = 0; i < n; ++i) {
         double v;
+        if (leaf->type == GGML_TYPE_I32 && starts("rowids")) { // distinct values in [0, 2n)
+            if (i == 0) {
+                std::vector<int32_t> ids(2 * n);
+                for (int64_t j = 0; j < 2 * n; ++j)
+                    ids[j] = (int32_t)j;
+                std::shuffle(ids.begin(), ids.end(), rng);
+                std::memcpy(out.data(), ids.data(), n * 4);
+            }
+            continue;
+        }
         if (leaf->type == GGML_TYPE_I32) {
             const int32_t k = (int32_t)(rng() % (starts("pos") ? 1000 : 100));
             std::memcpy(&out[i * 4], &k, 4);
@@ -407,6 +419,30 @@ inline std::vector<backend_case> backend_cases() {
                     BACKEND_NMSE_EXACT, [=](ggml_context * ctx) {
                         return ggml_argmax(ctx, backend_case_input(ctx, GGML_TYPE_F32, ne, la, ties ? "ties" : "a"));
                     });
+            }
+        }
+    }
+
+    // SET_ROWS: rows scattered into f32/f16 destinations that are plain, transposed (the transposed V cache:
+    // each "row" is a column) or offset views; sources plain or transposed; the row ids broadcast over dim 2
+    for (int64_t n0 : sizes) {
+        for (ggml_type td : {GGML_TYPE_F32, GGML_TYPE_F16}) {
+            for (backend_layout ld : {BACKEND_LAYOUT_CONT, BACKEND_LAYOUT_TRANSPOSED, BACKEND_LAYOUT_OFFSET}) {
+                for (backend_layout lb : {BACKEND_LAYOUT_CONT, BACKEND_LAYOUT_TRANSPOSED}) {
+                    for (int64_t n : {1, 3}) {
+                        const int64_t nd[4] = {n0, 2 * n + 1, 2, 1}, nbs[4] = {n0, n, 2, 1};
+                        const std::string nm = std::string(ggml_type_name(td)) + " dst " + backend_shape_str(nd) +
+                                               " " + backend_layout_name(ld) + " src " + backend_shape_str(nbs) + " " +
+                                               backend_layout_name(lb);
+                        add("set_rows", nm, tol(td), [=](ggml_context * ctx) {
+                            ggml_tensor * a = backend_case_input(ctx, td, nd, ld, "a");
+                            ggml_tensor * b = backend_case_input(ctx, GGML_TYPE_F32, nbs, lb, "b");
+                            ggml_tensor * c = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n);
+                            ggml_set_name(c, "rowids");
+                            return ggml_set_rows(ctx, a, b, c);
+                        });
+                    }
+                }
             }
         }
     }

@@ -107,6 +107,15 @@ std::vector<double> reference(const ggml_tensor * dst) {
             });
             break;
         }
+        case GGML_OP_SET_ROWS: { // the destination's values, with the indexed rows replaced
+            const ggml_tensor * c = dst->src[2];
+            each([&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
+                for (int64_t i = 0; i < c->ne[0]; ++i)
+                    if ((int64_t)at(c, i) == i1) return at(b, i0, i, i2, i3);
+                return at(a, i0, i1, i2, i3);
+            });
+            break;
+        }
         case GGML_OP_DIAG_MASK_INF:
             each([&](int64_t i0, int64_t i1, int64_t i2, int64_t i3) {
                 return i0 > dst->op_params[0] + i1 ? -INFINITY : at(a, i0, i1, i2, i3);
@@ -207,8 +216,10 @@ struct case_result {
 case_result run_case(ggml_backend_t backend, const backend_case & c, int n_threads) {
     backend_case_graph g(c, backend);
     ggml_backend_cpu_set_n_threads(backend, n_threads);
+    // before compute: SET_ROWS writes into its source's memory (CPU buffers are host memory)
+    const std::vector<double> want = reference(g.out);
     case_result r = {INFINITY, g.compute(backend) == GGML_STATUS_SUCCESS};
-    if (r.computed) r.nmse = backend_case_nmse(g.output(), reference(g.out)); // CPU buffers are host memory
+    if (r.computed) r.nmse = backend_case_nmse(g.output(), want);
     return r;
 }
 
@@ -244,6 +255,7 @@ TEST_CASE("soft_max") { run_group("soft_max"); }
 TEST_CASE("diag_mask_inf") { run_group("diag_mask_inf"); }
 TEST_CASE("rope") { run_group("rope"); }
 TEST_CASE("argmax") { run_group("argmax"); }
+TEST_CASE("set_rows") { run_group("set_rows"); }
 TEST_CASE("flash_attn_ext") { run_group("flash_attn_ext"); }
 
 TEST_CASE("case table: names are unique and every case builds a graph") {

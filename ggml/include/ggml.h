@@ -230,6 +230,11 @@ ggml_tensor * ggml_transpose(ggml_context * ctx, ggml_tensor * a);  // swap dims
 
 // a: [n_embd, n_rows] f32/f16/q8_0, b: i32 [n] (or [n, ne1b]) -> f32 [n_embd, n, ...]
 ggml_tensor * ggml_get_rows(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b);
+// Scatter rows: a[:, c[i], i2, i3] = b[:, i, i2, i3]; the result is a view of a (like ggml_cpy).
+//   a: f32/f16 [ne0, R, ne2, ne3] (any strides: a transposed view scatters columns), b: f32 [ne0, n, ne2, ne3],
+//   c: i32 [n] contiguous, indices distinct and in [0, R). KV-cache writes at the step's cells: the graph
+//   keeps its pointers when only c's contents change from step to step.
+ggml_tensor * ggml_set_rows(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, ggml_tensor * c);
 // Set a[i0, i1] = -inf where i0 > n_past + i1.
 ggml_tensor * ggml_diag_mask_inf(ggml_context * ctx, ggml_tensor * a, int n_past);
 // softmax over ne0 of (a*scale + mask); mask f32/f16 [ne0, >=ne1] broadcast over dims 2,3.

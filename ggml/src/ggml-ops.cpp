@@ -63,6 +63,20 @@ ggml_tensor * ggml_cpy(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
     return v;
 }
 
+ggml_tensor * ggml_set_rows(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, ggml_tensor * c) {
+    GGML_ASSERT(a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16);
+    GGML_ASSERT(b->type == GGML_TYPE_F32 && c->type == GGML_TYPE_I32 && ggml_is_contiguous(c));
+    GGML_ASSERT(a->ne[0] == b->ne[0] && a->ne[2] == b->ne[2] && a->ne[3] == b->ne[3]);
+    GGML_ASSERT(ggml_nelements(c) == b->ne[1] && b->ne[1] <= a->ne[1]);
+    ggml_tensor * v = ggml_view_tensor(ctx, a);  // the result aliases a
+    v->op = GGML_OP_SET_ROWS;
+    v->src[0] = a;
+    v->src[1] = b;
+    v->src[2] = c;
+    ggml_format_name(v, "%s (rows of %s)", a->name, b->name);
+    return v;
+}
+
 ggml_tensor * ggml_cont(ggml_context * ctx, ggml_tensor * a) { return new_op(ctx, GGML_OP_CONT, a->type, a->ne, a); }
 
 ggml_tensor * ggml_cont_4d(ggml_context * ctx, ggml_tensor * a, int64_t ne0, int64_t ne1, int64_t ne2,

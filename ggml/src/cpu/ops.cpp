@@ -35,6 +35,8 @@ bool ggml_cpu_supports_op(const ggml_tensor * dst) {
             return s0 && s1 && is_f32_f16(s0) && is_f32_f16(s1) && is_f32_f16(dst);
         case GGML_OP_GET_ROWS:
             return s0 && s1 && is_weight_type(s0) && s1->type == GGML_TYPE_I32 && is_f32(dst);
+        case GGML_OP_SET_ROWS:
+            return s0 && s1 && s2 && is_f32_f16(s0) && is_f32(s1) && s2->type == GGML_TYPE_I32 && dst->type == s0->type;
         case GGML_OP_SOFT_MAX:
             return s0 && is_f32(s0) && is_f32(dst) && (!s1 || is_f32_f16(s1));
         case GGML_OP_ROPE:
@@ -87,6 +89,9 @@ void ggml_cpu_compute_node(const ggml_cpu_params & p, ggml_tensor * dst) {
             return;
         case GGML_OP_GET_ROWS:
             ggml_cpu_op_get_rows(p, dst);
+            return;
+        case GGML_OP_SET_ROWS:
+            ggml_cpu_op_set_rows(p, dst);
             return;
         case GGML_OP_DIAG_MASK_INF:
             ggml_cpu_op_diag_mask_inf(p, dst);

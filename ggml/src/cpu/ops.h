@@ -49,6 +49,7 @@ GGML_CPU_OP(scale);          // unary.cpp
 GGML_CPU_OP(silu);
 GGML_CPU_OP(swiglu);
 GGML_CPU_OP(get_rows);       // get_rows.cpp
+GGML_CPU_OP(set_rows);       // set_rows.cpp
 GGML_CPU_OP(diag_mask_inf);  // softmax.cpp
 GGML_CPU_OP(soft_max);
 GGML_CPU_OP(rope);           // rope.cpp
