@@ -8,13 +8,21 @@
 #endif
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
 static double mib(size_t b) { return b / (1024.0 * 1024.0); }
 
+// Forget the kept graph (before graph_mem or sched serve another graph).
+static void drop_graph(llm_context * ctx) {
+    if (ctx->graph.ctx) ggml_free(ctx->graph.ctx);
+    ctx->graph = llm_graph();
+}
+
 void llm_context_free(llm_context * ctx) {
     if (!ctx) return;
+    drop_graph(ctx);
     if (ctx->sched) ggml_backend_sched_free(ctx->sched);
     llm_kv_cache_free(ctx->kv);
     if (ctx->gpu) ggml_backend_free(ctx->gpu);
@@ -30,6 +38,7 @@ llm_context * llm_context_new(llm_model * model, const llm_context_params & para
     ctx->n_ctx = params.n_ctx > 0 ? params.n_ctx : hp.n_ctx_train;
     ctx->n_batch = std::clamp(params.n_batch > 0 ? params.n_batch : 512, 1, ctx->n_ctx);
     ctx->n_threads = params.n_threads > 0 ? params.n_threads : (int) std::max(1u, std::thread::hardware_concurrency());
+    if (const char * e = std::getenv("LLM_NO_GRAPH_REUSE")) ctx->graph_reuse = std::atoi(e) == 0;
     auto fail = [&](const std::string & msg) -> llm_context * {
         if (err) *err = msg;
         llm_context_free(ctx);
@@ -84,13 +93,18 @@ llm_context * llm_context_new(llm_model * model, const llm_context_params & para
 // One graph: n tokens at n_past. out_row: where in ctx->logits its logits rows go (-1: do not copy).
 static bool decode_batch(llm_context * ctx, const int32_t * tokens, int n, int out_row, std::string * err) {
     const int n_past = ctx->kv.n_past;
-    llm_graph g = llm_build_graph(*ctx, n, n_past, ctx->params.all_logits);
-    ggml_backend_sched_reset(ctx->sched);
-    if (!ggml_backend_sched_alloc_graph(ctx->sched, g.gf)) {
-        ggml_free(g.ctx);
-        if (err) *err = "llm_decode: cannot allocate the graph of " + std::to_string(n) + " tokens";
-        return false;
+    const int n_kv = llm_graph_n_kv(n_past, n, ctx->n_ctx);
+    if (!(ctx->graph_reuse && ctx->graph.ctx && ctx->graph.n_tokens == n && ctx->graph.n_kv == n_kv)) {
+        drop_graph(ctx);
+        ctx->graph = llm_build_graph(*ctx, n, n_past, ctx->params.all_logits);
+        ggml_backend_sched_reset(ctx->sched);
+        if (!ggml_backend_sched_alloc_graph(ctx->sched, ctx->graph.gf)) {
+            drop_graph(ctx);
+            if (err) *err = "llm_decode: cannot allocate the graph of " + std::to_string(n) + " tokens";
+            return false;
+        }
     }
+    const llm_graph & g = ctx->graph;
     ggml_backend_tensor_set(g.inp_tokens, tokens, 0, n * sizeof(int32_t));
     int32_t pos_small[64];
     std::vector<int32_t> pos_big;
@@ -107,7 +121,7 @@ static bool decode_batch(llm_context * ctx, const int32_t * tokens, int n, int o
 
     const ggml_status st = ggml_backend_sched_graph_compute(ctx->sched, g.gf);
     if (st != GGML_STATUS_SUCCESS) {
-        ggml_free(g.ctx);
+        drop_graph(ctx);
         if (err) *err = "llm_decode: graph compute failed (status " + std::to_string((int) st) + ")";
         return false;
     }
@@ -116,7 +130,6 @@ static bool decode_batch(llm_context * ctx, const int32_t * tokens, int n, int o
         ggml_backend_tensor_get(g.logits, ctx->logits.data() + out_row * row, 0, g.n_out * row * sizeof(float));
         ggml_backend_tensor_get(g.argmax, &ctx->argmax, 0, sizeof(int32_t));
     }
-    ggml_free(g.ctx);
     ctx->kv.n_past += n;
     return true;
 }
@@ -182,6 +195,7 @@ int llm_n_ctx(const llm_context * ctx) { return ctx->n_ctx; }
 int llm_n_past(const llm_context * ctx) { return ctx->kv.n_past; }
 
 void llm_kv_remove(llm_context * ctx, int p0, int p1) {
+    drop_graph(ctx);  // the shift runs its own graph through sched
     std::string err;
     if (!llm_kv_cache_remove(ctx->kv, *ctx->model, ctx->sched, p0, p1, &err)) {
         GGML_LOG_ERROR("%s: %s\n", __func__, err.c_str());
@@ -207,6 +221,7 @@ bool llm_dump_graph(llm_context * ctx, int n_tokens, const char * prefix, std::s
         }
         return false;
     }
+    drop_graph(ctx);  // the dump builds into graph_mem
     llm_graph g = llm_build_graph(*ctx, n_tokens, n_past, ctx->params.all_logits);
     ggml_backend_sched_reset(ctx->sched);
     bool ok = ggml_backend_sched_alloc_graph(ctx->sched, g.gf);

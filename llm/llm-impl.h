@@ -59,29 +59,6 @@ struct llm_model {
     double t_load_ms = 0;
 };
 
-struct llm_context {
-    llm_model * model = nullptr;
-    llm_context_params params;
-    int n_ctx = 0;
-    int n_batch = 0;
-    int n_threads = 0;
-
-    ggml_backend_t cpu = nullptr;
-    ggml_backend_t gpu = nullptr;
-    std::vector<ggml_backend_t> backends;  // priority order, CPU last
-    ggml_backend_sched_t sched = nullptr;
-    size_t graph_size = 0;                 // max nodes of one step's graph
-    std::vector<uint8_t> graph_mem;        // tensor headers + graph of the current step
-    std::vector<float>   mask_buf;         // the current step's inp_kq_mask
-
-    llm_kv_cache kv;
-
-    std::vector<float> logits;  // [n_vocab, n_logits_rows]
-    int     n_logits_rows = 0;
-    int32_t argmax = -1;        // argmax of the last row, computed in the graph
-    llm_perf perf;
-};
-
 // One step's graph. ctx owns the tensor headers (memory of llm_context::graph_mem).
 struct llm_graph {
     ggml_context * ctx = nullptr;
@@ -96,6 +73,35 @@ struct llm_graph {
     int n_kv = 0;  // KV cells attention reads (llm_graph_n_kv)
     int n_out = 0;
 };
+
+struct llm_context {
+    llm_model * model = nullptr;
+    llm_context_params params;
+    int n_ctx = 0;
+    int n_batch = 0;
+    int n_threads = 0;
+
+    ggml_backend_t cpu = nullptr;
+    ggml_backend_t gpu = nullptr;
+    std::vector<ggml_backend_t> backends;  // priority order, CPU last
+    ggml_backend_sched_t sched = nullptr;
+    size_t graph_size = 0;                 // max nodes of one step's graph
+    std::vector<uint8_t> graph_mem;        // tensor headers + graph of the current step
+    std::vector<float>   mask_buf;         // the current step's inp_kq_mask
+    // The last step's graph, still allocated by sched: a step with the same n_tokens and n_kv (decode, up to
+    // LLM_KV_PAD steps in a row) sets its inputs and computes it again instead of building and planning a new
+    // one. Dropped by anything else that uses graph_mem or sched. LLM_NO_GRAPH_REUSE=1 turns reuse off.
+    llm_graph graph;
+    bool      graph_reuse = true;
+
+    llm_kv_cache kv;
+
+    std::vector<float> logits;  // [n_vocab, n_logits_rows]
+    int     n_logits_rows = 0;
+    int32_t argmax = -1;        // argmax of the last row, computed in the graph
+    llm_perf perf;
+};
+
 
 // Attention reads n_past + n_tokens cells rounded up to LLM_KV_PAD (at most n_ctx), so decode graphs keep
 // their shapes for LLM_KV_PAD steps; the padding cells are masked out.
