@@ -5,6 +5,8 @@
 // (running max m and sum l per query). PV: lane owns dims lane, lane+32, ...
 #include "fattn.cuh"
 
+#include <cstdlib>
+
 #define FA_WARPS 8
 #define FA_TILE 32
 
@@ -144,6 +146,166 @@ static __global__ void k_fattn_combine(fa_params p) {
     }
 }
 
+// ---- decode path: few queries per kv head ------------------------------------------------------
+// Block = FA_VEC_WARPS warps for one (kv head, KV split); warp w takes keys kv0 + w, kv0 + w + W, ...
+// Lane l owns dims [l*E, l*E + E) (E = D/32) of K, V, q and the accumulators, so a key's K and V rows
+// are each read by the warp as one contiguous row; scores are warp sums. All NQ queries of the kv head
+// (NQ >= n_tokens * r) use each K/V row once loaded. The warps' (m, l, acc) meet in shared memory;
+// with several splits the block writes partials for k_fattn_combine.
+#define FA_VEC_WARPS 4
+
+template <typename T, int E>
+static __device__ __forceinline__ void load_row(const char * row, int lane, float * out) {
+    const T * p = (const T *)row + lane * E;
+    if constexpr (sizeof(T) == 2 && E % 4 == 0) {
+#pragma unroll
+        for (int i = 0; i < E; i += 4) {
+            const uint2 raw = *(const uint2 *)(p + i); // 4 halves
+            const float2 a = __half22float2(*(const half2 *)&raw.x), b = __half22float2(*(const half2 *)&raw.y);
+            out[i] = a.x;
+            out[i + 1] = a.y;
+            out[i + 2] = b.x;
+            out[i + 3] = b.y;
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < E; ++i)
+            out[i] = to_f32<T>(p[i]);
+    }
+}
+
+template <typename T, int E, int NQ>
+static __global__ void __launch_bounds__(FA_VEC_WARPS * 32) k_fattn_vec(fa_params p) {
+    constexpr int D = 32 * E;
+    __shared__ float s_acc[FA_VEC_WARPS][NQ][D];
+    __shared__ float s_ml[FA_VEC_WARPS][NQ][2];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int hk = blockIdx.y, split = blockIdx.z;
+    const int n_q = p.n_tokens * p.r;
+
+    float q[NQ][E], acc[NQ][E], m[NQ], l[NQ];
+    int last[NQ]; // last visible key of each query (causal), INT_MAX without
+    const char * mrow[NQ];
+#pragma unroll
+    for (int j = 0; j < NQ; ++j) {
+        const int qi = j < n_q ? j : 0;
+        const int t = qi / p.r, h = hk * p.r + qi % p.r;
+#pragma unroll
+        for (int i = 0; i < E; ++i) {
+            q[j][i] = j < n_q ? *(const float *)(p.q + (lane * E + i) * p.qs.nb[0] + t * p.qs.nb[1] + h * p.qs.nb[2]) *
+                                    p.scale
+                              : 0.0f;
+            acc[j][i] = 0.0f;
+        }
+        m[j] = -INFINITY;
+        l[j] = 0.0f;
+        last[j] = j < n_q ? (p.causal_n_past >= 0 ? p.causal_n_past + t : INT_MAX) : -1;
+        mrow[j] = p.mask ? p.mask + t * p.ms.nb[1] + (h % p.ms.ne[2]) * p.ms.nb[2] : nullptr;
+    }
+
+    const int kv0 = split * p.kv_per_split;
+    const int kv1 = min(p.n_kv, kv0 + p.kv_per_split);
+    const char * kb = p.k + hk * p.ks.nb[2];
+    const char * vb = p.v + hk * p.vs.nb[2];
+    for (int key = kv0 + warp; key < kv1; key += FA_VEC_WARPS) {
+        float kr[E], vr[E];
+        load_row<T, E>(kb + key * p.ks.nb[1], lane, kr);
+        load_row<T, E>(vb + key * p.vs.nb[1], lane, vr);
+#pragma unroll
+        for (int j = 0; j < NQ; ++j) {
+            float s = 0.0f;
+#pragma unroll
+            for (int i = 0; i < E; ++i)
+                s += q[j][i] * kr[i];
+            s = warp_sum(s);
+            if (mrow[j])
+                s += p.mask_f16 ? __half2float(*(const half *)(mrow[j] + key * p.ms.nb[0]))
+                                : *(const float *)(mrow[j] + key * p.ms.nb[0]);
+            if (key > last[j]) s = -INFINITY;
+            const float m_new = fmaxf(m[j], s);
+            if (m_new == -INFINITY) continue; // nothing visible yet (uniform over the warp)
+            const float alpha = expf(m[j] - m_new), pj = expf(s - m_new);
+            l[j] = l[j] * alpha + pj;
+            m[j] = m_new;
+#pragma unroll
+            for (int i = 0; i < E; ++i)
+                acc[j][i] = acc[j][i] * alpha + pj * vr[i];
+        }
+    }
+
+#pragma unroll
+    for (int j = 0; j < NQ; ++j) {
+#pragma unroll
+        for (int i = 0; i < E; ++i)
+            s_acc[warp][j][lane * E + i] = acc[j][i];
+        if (lane == 0) {
+            s_ml[warp][j][0] = m[j];
+            s_ml[warp][j][1] = l[j];
+        }
+    }
+    __syncthreads();
+    // merge the warps: thread e handles (query j, dim d) pairs
+    for (int e = threadIdx.x; e < n_q * D; e += blockDim.x) {
+        const int j = e / D, d = e % D;
+        float M = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < FA_VEC_WARPS; ++w)
+            M = fmaxf(M, s_ml[w][j][0]);
+        float num = 0.0f, den = 0.0f;
+        if (M != -INFINITY) {
+#pragma unroll
+            for (int w = 0; w < FA_VEC_WARPS; ++w) {
+                const float mw = s_ml[w][j][0];
+                const float sc = mw == -INFINITY ? 0.0f : expf(mw - M);
+                num += sc * s_acc[w][j][d];
+                den += sc * s_ml[w][j][1];
+            }
+        }
+        const int t = j / p.r, h = hk * p.r + j % p.r;
+        if (p.n_split == 1) {
+            *(float *)((char *)p.dst + d * p.ds.nb[0] + h * p.ds.nb[1] + t * p.ds.nb[2]) = den > 0.0f ? num / den : 0.0f;
+        } else {
+            const int64_t qg = (int64_t)hk * n_q + j;
+            const int64_t nq_all = (int64_t)n_q * gridDim.y;
+            p.part[((int64_t)split * nq_all + qg) * D + d] = num;
+            if (d == 0) p.ml[split * nq_all + qg] = make_float2(M, den);
+        }
+    }
+}
+
+template <typename T, int E>
+static void launch_fattn_vec(const fa_params & p, dim3 grid, cudaStream_t stream) {
+    const int n_q = p.n_tokens * p.r;
+    if (n_q <= 1)
+        k_fattn_vec<T, E, 1><<<grid, FA_VEC_WARPS * 32, 0, stream>>>(p);
+    else if (n_q <= 2)
+        k_fattn_vec<T, E, 2><<<grid, FA_VEC_WARPS * 32, 0, stream>>>(p);
+    else if (n_q <= 4)
+        k_fattn_vec<T, E, 4><<<grid, FA_VEC_WARPS * 32, 0, stream>>>(p);
+    else
+        k_fattn_vec<T, E, 8><<<grid, FA_VEC_WARPS * 32, 0, stream>>>(p);
+}
+
+template <typename T> static void launch_fattn_vec_d(const fa_params & p, dim3 grid, cudaStream_t stream) {
+    switch (p.D) {
+        case 32: launch_fattn_vec<T, 1>(p, grid, stream); break;
+        case 64: launch_fattn_vec<T, 2>(p, grid, stream); break;
+        case 128: launch_fattn_vec<T, 4>(p, grid, stream); break;
+        case 256: launch_fattn_vec<T, 8>(p, grid, stream); break;
+        default: GGML_ABORT("fattn vec: D %d", p.D);
+    }
+}
+
+// the decode kernel takes D in {32, 64, 128, 256}, dense K/V rows and at most 8 queries per kv head
+static bool fattn_vec_ok(const fa_params & p, const ggml_tensor * k, const ggml_tensor * v) {
+    const size_t es = ggml_type_size(k->type);
+    const bool d_ok = p.D == 32 || p.D == 64 || p.D == 128 || p.D == 256;
+    const bool dense = k->nb[0] == es && v->nb[0] == es && k->nb[1] % 8 == 0 && v->nb[1] % 8 == 0 &&
+                       k->nb[2] % 8 == 0 && v->nb[2] % 8 == 0 && (uintptr_t)k->data % 8 == 0 &&
+                       (uintptr_t)v->data % 8 == 0;
+    return d_ok && dense && p.n_tokens * p.r <= 8;
+}
+
 GGML_CUDA_OP(flash_attn_ext) {
     const ggml_tensor * q = dst->src[0];
     const ggml_tensor * k = dst->src[1];
@@ -171,6 +333,31 @@ GGML_CUDA_OP(flash_attn_ext) {
     p.causal_n_past = ggml_get_op_params_i32(dst, 1);
     const int n_head_kv = (int)k->ne[2];
     const int n_q = p.n_tokens * p.r;
+    static const bool no_vec = std::getenv("GGML_CUDA_FATTN_NO_VEC") != nullptr; // A/B against the tile kernel
+    if (fattn_vec_ok(p, k, v) && !no_vec) {
+        // splits of >= 64 keys until the grid covers the SMs twice
+        int n_split = (int)std::min<int64_t>(cuda_ceil_div(2 * ctx.n_sm, n_head_kv), cuda_ceil_div(p.n_kv, 64));
+        n_split = std::max(n_split, 1);
+        p.kv_per_split = (int)cuda_ceil_div(p.n_kv, n_split);
+        n_split = (int)cuda_ceil_div(p.n_kv, p.kv_per_split);
+        p.n_split = n_split;
+        if (n_split > 1) {
+            const int64_t nq_all = (int64_t)n_q * n_head_kv;
+            p.part = (float *)ctx.pool.alloc(sizeof(float) * n_split * nq_all * p.D);
+            p.ml = (float2 *)ctx.pool.alloc(sizeof(float2) * n_split * nq_all);
+        }
+        const dim3 grid(1, n_head_kv, n_split);
+        if (k->type == GGML_TYPE_F16)
+            launch_fattn_vec_d<half>(p, grid, ctx.stream);
+        else
+            launch_fattn_vec_d<float>(p, grid, ctx.stream);
+        CUDA_CHECK_LAUNCH();
+        if (n_split > 1) {
+            k_fattn_combine<<<dim3(n_q * n_head_kv, 1), 128, 0, ctx.stream>>>(p);
+            CUDA_CHECK_LAUNCH();
+        }
+        return;
+    }
     const int gx = (int)cuda_ceil_div(n_q, FA_WARPS);
     // split the KV range when the grid alone would not fill the GPU (decode)
     const int base = gx * n_head_kv;

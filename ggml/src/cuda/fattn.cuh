@@ -1,7 +1,9 @@
 // fattn.cuh - FLASH_ATTN_EXT: q f32 [D, n_tokens, n_head], k/v f32/f16 [D, n_kv, n_head_kv] (any
 // row strides: views of the KV cache are read in place), optional f32/f16 mask [n_kv, >= n_tokens],
 // GQA (n_head % n_head_kv == 0) -> f32 [D, n_head, n_tokens]. params: f32 scale, i32 causal_n_past.
-// D <= 256. Decode splits the KV range over blocks (flash-decoding) and merges the partials.
+// D <= 256. Decode splits the KV range over blocks (flash-decoding) and merges the partials; up to 8
+// queries per kv head with D in {32, 64, 128, 256} take the row-per-warp decode kernel
+// (GGML_CUDA_FATTN_NO_VEC=1: always the tile kernel).
 #pragma once
 #include "common.cuh"
 
