@@ -13,6 +13,7 @@
 #include "norm.cuh"
 #include "q8repack.cuh"
 #include "rope.cuh"
+#include "setrows.cuh"
 #include "softmax.cuh"
 #include "unary.cuh"
 
@@ -346,6 +347,9 @@ static void run_node(ggml_cuda_context & ctx, ggml_tensor * t) {
         case GGML_OP_GET_ROWS:
             ggml_cuda_op_get_rows(ctx, t);
             break;
+        case GGML_OP_SET_ROWS:
+            ggml_cuda_op_set_rows(ctx, t);
+            break;
         case GGML_OP_DIAG_MASK_INF:
             ggml_cuda_op_diag_mask_inf(ctx, t);
             break;
@@ -661,6 +665,8 @@ static bool cuda_backend_supports_op(ggml_backend_t, const ggml_tensor * t) {
             return is_f(a->type) && b->type == a->type && t->type == a->type;
         case GGML_OP_GET_ROWS:
             return (is_f(a->type) || a->type == GGML_TYPE_Q8_0) && b->type == GGML_TYPE_I32 && t->type == GGML_TYPE_F32;
+        case GGML_OP_SET_ROWS:
+            return is_f(a->type) && b->type == GGML_TYPE_F32 && t->src[2]->type == GGML_TYPE_I32 && t->type == a->type;
         case GGML_OP_SOFT_MAX:
             return a->type == GGML_TYPE_F32 && (!b || is_f(b->type));
         case GGML_OP_ROPE:
