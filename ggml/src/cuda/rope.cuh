@@ -4,3 +4,8 @@
 #include "common.cuh"
 
 GGML_CUDA_OP(rope);
+
+// ROPE -> RESHAPE to [ne0 * ne1, n_tokens] -> SET_ROWS into a KV cache [ne0 * ne1, n_cells] with dense rows,
+// the rope output used by nothing else: one kernel writes the rotated rows straight into their cells.
+bool ggml_cuda_rope_set_rows_ok(const ggml_tensor * rope, const ggml_tensor * reshape, const ggml_tensor * set_rows);
+void ggml_cuda_op_rope_set_rows(ggml_cuda_context & ctx, const ggml_tensor * rope, ggml_tensor * set_rows);
