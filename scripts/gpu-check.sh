@@ -59,14 +59,27 @@ if [ "$STAGE" = bench ]; then
   gen=gguf-py/scripts/gen_random_llama.py
   PY=${PY:-python3}
   declare -A files
+  timed() {  # timed <what> <cmd...>: run it, log "<what>: N s" (and rc when it failed)
+    local what=$1 ts=$(date +%s.%N) rc
+    shift; "$@"; rc=$?
+    local dt=$(awk -v a="$ts" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+    log "$what: $dt s$([ $rc = 0 ] || echo " (FAILED rc=$rc)")"
+    return $rc
+  }
+  gen_f16() { [ -f "$2" ] || timed "generate $1 f16 (--fast)" $PY $gen --preset "$1" --outtype f16 --fast --out "$2"; }
+  quantize_q8_0() { "$BUILD/bin/quantize" "$1" "$2" q8_0 16 > "$OUT/quantize.log" 2>&1; }
+  gen_q8_0() {  # gen_q8_0 <preset> <f16 file> <q8_0 file>: f16 first, then q8_0 via our quantize
+    gen_f16 "$1" "$2"
+    [ -f "$3" ] && return 0
+    if [ ! -f "$2" ]; then log "no $2: not quantizing $3"; return 1; fi
+    timed "quantize $1 f16 -> q8_0" quantize_q8_0 "$2" "$3"
+  }
   for m in ${MODELS:-l2-q8_0 l2-f16}; do
     case $m in
-      l2-f16)  f=/tmp/llama2-7b-f16.gguf;  [ -f $f ] || $PY $gen --preset llama2-7b --outtype f16 --out $f ;;
-      l2-q8_0) f=/tmp/llama2-7b-q8_0.gguf; [ -f /tmp/llama2-7b-f16.gguf ] || $PY $gen --preset llama2-7b --outtype f16 --out /tmp/llama2-7b-f16.gguf
-               [ -f $f ] || "$BUILD/bin/quantize" /tmp/llama2-7b-f16.gguf $f q8_0 16 > "$OUT/quantize.log" 2>&1 ;;
-      l3-f16)  f=/tmp/llama3-8b-f16.gguf;  [ -f $f ] || $PY $gen --preset llama3-8b --outtype f16 --out $f ;;
-      l3-q8_0) f=/tmp/llama3-8b-q8_0.gguf; [ -f /tmp/llama3-8b-f16.gguf ] || $PY $gen --preset llama3-8b --outtype f16 --out /tmp/llama3-8b-f16.gguf
-               [ -f $f ] || "$BUILD/bin/quantize" /tmp/llama3-8b-f16.gguf $f q8_0 16 > "$OUT/quantize.log" 2>&1 ;;
+      l2-f16)  f=/tmp/llama2-7b-f16.gguf;  gen_f16 llama2-7b $f ;;
+      l2-q8_0) f=/tmp/llama2-7b-q8_0.gguf; gen_q8_0 llama2-7b /tmp/llama2-7b-f16.gguf $f ;;
+      l3-f16)  f=/tmp/llama3-8b-f16.gguf;  gen_f16 llama3-8b $f ;;
+      l3-q8_0) f=/tmp/llama3-8b-q8_0.gguf; gen_q8_0 llama3-8b /tmp/llama3-8b-f16.gguf $f ;;
     esac
     files[$m]=$f
   done

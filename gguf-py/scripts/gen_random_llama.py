@@ -3,12 +3,18 @@
 
     gen_random_llama.py --preset llama2-7b --outtype f16 --out /tmp/l2.gguf
     gen_random_llama.py --preset tinyllama-1.1b --outtype q8_0 --out /tmp/tl.gguf --seed 1
+    gen_random_llama.py --preset llama2-7b --outtype q8_0 --fast --out /tmp/l2q.gguf   # ~write speed
     gen_random_llama.py --custom --n-embd 256 --n-ff 688 --n-layer 2 --n-head 8 --n-head-kv 2 --n-vocab 512 \
         --vocab none --rope-freqs --tied --out /tmp/small.gguf
 
 Weights: matrices N(0, 1) * 0.02, norms 1 + N(0, 1) * 0.02, so activations stay O(1). Each tensor has its own
 generator seeded with (seed, tensor index), and is generated, converted and written in row chunks: nothing
-but the current chunk is held in memory. Vocab: spm = ggml-vocab-llama-spm.gguf, bpe = ggml-vocab-llama-bpe.gguf
+but the current chunk is held in memory.
+--fast: the RNG is run once per (tensor kind, stored type) for a pool of POOL_ELEMENTS values (same
+distribution), converted (f16) or quantized (q8_0, whole 34-byte blocks) once; each tensor is then written as
+segments of SEGMENT_ELEMENTS copied straight from the pool at offsets drawn from the (seed, tensor index)
+generator, so the cost is the file write. Deterministic per seed; not the same bytes as without --fast.
+Vocab: spm = ggml-vocab-llama-spm.gguf, bpe = ggml-vocab-llama-bpe.gguf
 (from $LLM_SHARED/models, default ../shared/models next to the repo), none = synthetic SPM-style byte vocab.
 """
 import argparse
@@ -19,7 +25,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from gguf import GGMLQuantizationType, GGUFReader, GGUFValueType, GGUFWriter, TokenType  # noqa: E402
+from gguf import QK8_0, GGMLQuantizationType, GGUFReader, GGUFValueType, GGUFWriter, TokenType  # noqa: E402
 from gguf.llama import (FILE_TYPES, LlamaHParams, add_llama_hparams, llama3_rope_freqs,  # noqa: E402
                         llama_tensor_shapes, pick_qtype)
 from gguf.quants import quantize  # noqa: E402
@@ -31,6 +37,9 @@ PRESETS = {
 }
 VOCAB_FILES = {"spm": "ggml-vocab-llama-spm.gguf", "bpe": "ggml-vocab-llama-bpe.gguf"}
 CHUNK_ELEMENTS = 1 << 24
+POOL_ELEMENTS = 1 << 22       # --fast: values drawn per pool (16 MiB as f32)
+SEGMENT_ELEMENTS = 1 << 18    # --fast: values per pool slice written (a multiple of 32: whole q8_0 blocks)
+POOL_SEED_TAG = 0x706F6F6C    # --fast: pool generator = default_rng([seed, POOL_SEED_TAG, is_norm])
 
 
 def shared_models_dir() -> str:
@@ -86,7 +95,41 @@ def tensor_chunks(shape: tuple[int, ...], qtype: GGMLQuantizationType, seed: int
         yield quantize(x, qtype)
 
 
-def generate(out: str, hp: LlamaHParams, vocab: str, outtype: str, seed: int, name: str) -> None:
+def random_pool(qtype: GGMLQuantizationType, seed: int, is_norm: bool) -> np.ndarray:
+    """--fast pool: POOL_ELEMENTS values of the same distribution as tensor_chunks, stored as qtype.
+
+    Plain types: 1-D array of that dtype [POOL_ELEMENTS]; q8_0: uint8 blocks [POOL_ELEMENTS / 32, 34].
+    """
+    x = np.random.default_rng([seed, POOL_SEED_TAG, int(is_norm)]).standard_normal(POOL_ELEMENTS, dtype=np.float32)
+    x *= np.float32(0.02)
+    if is_norm:
+        x += np.float32(1.0)
+    if qtype == GGMLQuantizationType.Q8_0:
+        return quantize(x.reshape(-1, QK8_0), qtype)          # [n_blocks, 34]: one block per row
+    return quantize(x, qtype)
+
+
+def fast_tensor_chunks(shape: tuple[int, ...], qtype: GGMLQuantizationType, seed: int, idx: int,
+                       pool: np.ndarray):
+    """Yield the tensor as pool slices (views, no copy) at offsets drawn from default_rng([seed, idx]).
+
+    The unit is one element for plain types and one 34-byte block for q8_0; a q8_0 row of K elements is K/32
+    whole blocks, so slicing whole blocks keeps every row on a block boundary.
+    """
+    n = int(np.prod(shape, dtype=np.int64))
+    per_unit = QK8_0 if qtype == GGMLQuantizationType.Q8_0 else 1
+    if n % per_unit:
+        raise ValueError(f"{qtype.name}: {n} elements is not a whole number of blocks")
+    units, seg = n // per_unit, SEGMENT_ELEMENTS // per_unit
+    rng = np.random.default_rng([seed, idx])
+    for u0 in range(0, units, seg):
+        k = min(seg, units - u0)
+        off = int(rng.integers(0, len(pool) - k + 1))
+        yield pool[off:off + k]
+
+
+def generate(out: str, hp: LlamaHParams, vocab: str, outtype: str, seed: int, name: str,
+             fast: bool = False) -> None:
     w = GGUFWriter(out)
     add_llama_hparams(w, hp, name, FILE_TYPES[outtype])
     if vocab in VOCAB_FILES:
@@ -98,12 +141,19 @@ def generate(out: str, hp: LlamaHParams, vocab: str, outtype: str, seed: int, na
         synthetic_vocab(w, hp.n_vocab)
     else:
         raise ValueError(f"unknown --vocab '{vocab}' (spm, bpe or none)")
+    pools: dict[tuple[GGMLQuantizationType, bool], np.ndarray] = {}   # --fast: made on first use
     for idx, (tname, shape) in enumerate(llama_tensor_shapes(hp)):
         qt = pick_qtype(tname, shape, outtype)
         if tname == "rope_freqs.weight":
             w.add_tensor(tname, llama3_rope_freqs(hp.n_rot, hp.rope_theta))
             continue
         norm = tname.endswith("_norm.weight")
+        if fast:
+            if (qt, norm) not in pools:
+                pools[qt, norm] = random_pool(qt, seed, norm)
+            w.add_tensor_lazy(tname, list(reversed(shape)), qt,
+                              lambda s=shape, q=qt, i=idx, p=pools[qt, norm]: fast_tensor_chunks(s, q, seed, i, p))
+            continue
         w.add_tensor_lazy(tname, list(reversed(shape)), qt,
                           lambda s=shape, q=qt, i=idx, nm=norm: tensor_chunks(s, q, seed, i, nm))
     w.write()
@@ -118,6 +168,8 @@ def main() -> None:
     ap.add_argument("--outtype", default="f16", choices=["f32", "f16", "q8_0"])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name", help="general.name (default: the preset or 'custom')")
+    ap.add_argument("--fast", action="store_true",
+                    help="fill tensors from a pre-drawn random pool (write-speed bound; other bytes than without)")
     c = ap.add_argument_group("--custom")
     c.add_argument("--n-embd", type=int, default=256)
     c.add_argument("--n-ff", type=int, default=688)
@@ -152,10 +204,11 @@ def main() -> None:
                               rope_theta=args.theta, rms_eps=args.eps, tied=args.tied, rope_freqs=args.rope_freqs)
             name = args.name or "custom"
         t0 = time.time()
-        generate(args.out, hp, vocab, args.outtype, args.seed, name)
+        generate(args.out, hp, vocab, args.outtype, args.seed, name, args.fast)
     except (ValueError, OSError) as e:
         sys.exit(f"error: {e}")
-    print(f"wrote {args.out} ({os.path.getsize(args.out) / 2**30:.2f} GiB) in {time.time() - t0:.1f} s")
+    dt, size = time.time() - t0, os.path.getsize(args.out)
+    print(f"wrote {args.out} ({size / 2**30:.2f} GiB) in {dt:.1f} s ({size / 2**20 / max(dt, 1e-9):.0f} MiB/s)")
 
 
 if __name__ == "__main__":
