@@ -3,7 +3,9 @@
 // share one kv head, so a K/V tile of 32 keys (in shared memory, as f32) serves all of them.
 // Scores: lane j takes key j of the tile (full dot over D from shared memory). Softmax is online
 // (running max m and sum l per query). PV: lane owns dims lane, lane+32, ...
+#include "cpy.cuh"
 #include "fattn.cuh"
+#include "softmax.cuh"
 
 #include <cstdlib>
 
@@ -306,6 +308,43 @@ static bool fattn_vec_ok(const fa_params & p, const ggml_tensor * k, const ggml_
     return d_ok && dense && p.n_tokens * p.r <= 8;
 }
 
+// ---- prompt path: attention through cuBLAS ---------------------------------------------------------
+// f16 K/V with dense rows and more than 8 queries per kv head. Per kv head hk, its r query heads are
+// extra columns: S [n_kv, T*r] = K_hk^T Q_hk (f16 in, f32 out), P = softmax(S*scale + mask) as f16
+// (the causal limit too), O_h [D, T] = V_hk P_h written straight into dst [D, n_head, T].
+static bool fattn_gemm_ok(const fa_params & p, const ggml_tensor * k, const ggml_tensor * v, const ggml_tensor * dst) {
+    auto al16 = [](const ggml_tensor * t) {
+        return t->nb[0] == 2 && t->nb[1] % 16 == 0 && t->nb[2] % 16 == 0 && (uintptr_t)t->data % 16 == 0;
+    };
+    return k->type == GGML_TYPE_F16 && v->type == GGML_TYPE_F16 && al16(k) && al16(v) && p.n_tokens * p.r > 8 &&
+           ggml_is_contiguous(dst);
+}
+
+static void fattn_gemm(ggml_cuda_context & ctx, const fa_params & p, const ggml_tensor * q, const ggml_tensor * k,
+                       const ggml_tensor * v, const ggml_tensor * mask, ggml_tensor * dst) {
+    const int64_t D = p.D, T = p.n_tokens, H = p.n_head, r = p.r, Hk = H / r, n_kv = p.n_kv;
+    half * Qh = (half *)ctx.pool.alloc(sizeof(half) * D * T * H); // [D, T, H]
+    ggml_cuda_convert(ctx, q, Qh, GGML_TYPE_F16, ggml_cuda_contig_shape(GGML_TYPE_F16, q->ne));
+    float * S = (float *)ctx.pool.alloc(sizeof(float) * n_kv * T * H); // [n_kv, T, H]
+    half * P = (half *)ctx.pool.alloc(sizeof(half) * n_kv * T * H);    // [n_kv, T, H]
+    const float one = 1.0f, zero = 0.0f;
+    CUBLAS_CHECK(cublasGemmStridedBatchedEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n_kv, (int)(T * r), (int)D, &one,
+                                            k->data, CUDA_R_16F, (int)(k->nb[1] / 2), (long long)(k->nb[2] / 2), Qh,
+                                            CUDA_R_16F, (int)D, (long long)(D * T * r), &zero, S, CUDA_R_32F, (int)n_kv,
+                                            (long long)(n_kv * T * r), (int)Hk, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    const int64_t sne[4] = {n_kv, T, H, 1};
+    const cuda_shape ss = ggml_cuda_contig_shape(GGML_TYPE_F32, sne), ps = ggml_cuda_contig_shape(GGML_TYPE_F16, sne);
+    ggml_cuda_soft_max_rows(ctx, (const char *)S, ss, p.mask, mask ? mask->type : GGML_TYPE_F32, p.ms, (char *)P,
+                            GGML_TYPE_F16, ps, p.scale, p.causal_n_past);
+    for (int64_t i = 0; i < r; ++i) { // heads hk*r + i for all hk
+        CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+            ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)D, (int)T, (int)n_kv, &one, v->data, CUDA_R_16F,
+            (int)(v->nb[1] / 2), (long long)(v->nb[2] / 2), P + i * n_kv * T, CUDA_R_16F, (int)n_kv,
+            (long long)(r * n_kv * T), &zero, (float *)dst->data + i * D, CUDA_R_32F, (int)(D * H), (long long)(r * D),
+            (int)Hk, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    }
+}
+
 GGML_CUDA_OP(flash_attn_ext) {
     const ggml_tensor * q = dst->src[0];
     const ggml_tensor * k = dst->src[1];
@@ -334,6 +373,10 @@ GGML_CUDA_OP(flash_attn_ext) {
     const int n_head_kv = (int)k->ne[2];
     const int n_q = p.n_tokens * p.r;
     static const bool no_vec = std::getenv("GGML_CUDA_FATTN_NO_VEC") != nullptr; // A/B against the tile kernel
+    if (fattn_gemm_ok(p, k, v, dst) && !no_vec) {
+        fattn_gemm(ctx, p, q, k, v, mask, dst);
+        return;
+    }
     if (fattn_vec_ok(p, k, v) && !no_vec) {
         // splits of >= 64 keys until the grid covers the SMs twice
         int n_split = (int)std::min<int64_t>(cuda_ceil_div(2 * ctx.n_sm, n_head_kv), cuda_ceil_div(p.n_kv, 64));

@@ -1,7 +1,7 @@
 // softmax.cu - see softmax.cuh. One block per row: max pass, sum pass, write pass.
 #include "softmax.cuh"
 
-template <typename TM>
+template <typename TM, typename TY>
 static __global__ void k_soft_max(const char * x, const char * mask, char * y, cuda_shape xs, cuda_shape ms,
                                   cuda_shape ys, float scale, int n_past) {
     __shared__ float s_tmp[32];
@@ -33,27 +33,35 @@ static __global__ void k_soft_max(const char * x, const char * mask, char * y, c
     const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
         const float p = i < n_vis && mx != -INFINITY ? expf(val(i) - mx) * inv : 0.0f;
-        *(float *)(yr + i * ys.nb[0]) = p;
+        *(TY *)(yr + i * ys.nb[0]) = from_f32<TY>(p);
     }
+}
+
+void ggml_cuda_soft_max_rows(ggml_cuda_context & ctx, const char * x, const cuda_shape & xs, const char * mask,
+                             ggml_type mask_type, const cuda_shape & ms, char * y, ggml_type y_type,
+                             const cuda_shape & ys, float scale, int n_past) {
+    const int64_t rows = xs.ne[1] * xs.ne[2] * xs.ne[3];
+    if (rows == 0) return;
+    const int bs = xs.ne[0] >= 1024 ? 512 : xs.ne[0] >= 256 ? 128 : 32;
+    const bool mh = mask && mask_type == GGML_TYPE_F16, yh = y_type == GGML_TYPE_F16;
+    if (mh && yh)
+        k_soft_max<half, half><<<rows, bs, 0, ctx.stream>>>(x, mask, y, xs, ms, ys, scale, n_past);
+    else if (mh)
+        k_soft_max<half, float><<<rows, bs, 0, ctx.stream>>>(x, mask, y, xs, ms, ys, scale, n_past);
+    else if (yh)
+        k_soft_max<float, half><<<rows, bs, 0, ctx.stream>>>(x, mask, y, xs, ms, ys, scale, n_past);
+    else
+        k_soft_max<float, float><<<rows, bs, 0, ctx.stream>>>(x, mask, y, xs, ms, ys, scale, n_past);
+    CUDA_CHECK_LAUNCH();
 }
 
 GGML_CUDA_OP(soft_max) {
     const ggml_tensor * x = dst->src[0];
     const ggml_tensor * mask = dst->src[1];
     GGML_ASSERT(x->type == GGML_TYPE_F32 && dst->type == GGML_TYPE_F32);
-    const float scale = ggml_get_op_params_f32(dst, 0);
-    const int n_past = ggml_get_op_params_i32(dst, 1);
-    const int64_t rows = ggml_nrows(x);
-    if (rows == 0) return;
-    const int bs = x->ne[0] >= 1024 ? 512 : x->ne[0] >= 256 ? 128 : 32;
-    const cuda_shape xs = cuda_shape_of(x), ys = cuda_shape_of(dst);
-    const cuda_shape ms = mask ? cuda_shape_of(mask) : xs;
-    const char * mp = mask ? (const char *)mask->data : nullptr;
-    if (mask && mask->type == GGML_TYPE_F16)
-        k_soft_max<half>
-            <<<rows, bs, 0, ctx.stream>>>((const char *)x->data, mp, (char *)dst->data, xs, ms, ys, scale, n_past);
-    else
-        k_soft_max<float>
-            <<<rows, bs, 0, ctx.stream>>>((const char *)x->data, mp, (char *)dst->data, xs, ms, ys, scale, n_past);
-    CUDA_CHECK_LAUNCH();
+    const cuda_shape xs = cuda_shape_of(x);
+    ggml_cuda_soft_max_rows(ctx, (const char *)x->data, xs, mask ? (const char *)mask->data : nullptr,
+                            mask ? mask->type : GGML_TYPE_F32, mask ? cuda_shape_of(mask) : xs, (char *)dst->data,
+                            GGML_TYPE_F32, cuda_shape_of(dst), ggml_get_op_params_f32(dst, 0),
+                            ggml_get_op_params_i32(dst, 1));
 }
