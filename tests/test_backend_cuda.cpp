@@ -574,4 +574,382 @@ TEST_CASE("fused residual add + rms_norm + mul (the add has another user)") {
             1e-7);
     }
 }
+// ---- fused decode mat-vecs (q/k/v group, gate/up + swiglu) and norm + q8s quantization ---------------
+#include "ggml-alloc.h"
+
+namespace {
+// build(cw, cg, gf): tensors made in cw live in a buffer marked as weights (q8_0 stored repacked on CUDA);
+// the builder may expand nodes into gf itself to fix their order; the returned tensors are then expanded
+// in order, flagged OUTPUT and read back (values concatenated).
+using layer_fn = std::function<std::vector<ggml_tensor *>(ggml_context * cw, ggml_context * cg, ggml_cgraph * gf)>;
+using fill_map = std::map<std::string, std::vector<uint8_t>>;
+
+struct layer_result {
+    std::vector<double> values;            // all outputs, concatenated
+    std::vector<std::vector<double>> outs; // per output
+    bool ok = false;
+};
+
+// galloc: the graph's tensors are placed by ggml_gallocr as in a real decode graph (memory reused, SWIGLU
+// in place over its gate input), else each in its own place. Leaf bytes come from the seed and the leaf's
+// name (equal names in different graphs get equal bytes) unless `fill` names the leaf. Computed twice
+// (first sighting eager, then captured into a CUDA graph).
+layer_result run_layer(ggml_backend_t backend, const layer_fn & build, uint64_t seed, bool galloc = false,
+                       const fill_map & fill = {}) {
+    ggml_init_params ip = {16u * 1024 * 1024, nullptr, true};
+    ggml_context * cw = ggml_init(ip);
+    ggml_context * cg = ggml_init(ip);
+    ggml_cgraph * gf = ggml_new_graph_custom(cg, 4096);
+    const std::vector<ggml_tensor *> outs = build(cw, cg, gf);
+    for (ggml_tensor * t : outs) {
+        ggml_set_output(t);
+        ggml_build_forward_expand(gf, t);
+    }
+    ggml_backend_buffer_t bw = ggml_backend_alloc_ctx_tensors(cw, backend);
+    REQUIRE(bw != nullptr);
+    ggml_backend_buffer_set_usage(bw, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    ggml_backend_buffer_t bg = nullptr;
+    ggml_gallocr_t ga = nullptr;
+    if (galloc) {
+        ga = ggml_gallocr_new(ggml_backend_get_default_buffer_type(backend));
+        REQUIRE(ggml_gallocr_alloc_graph(ga, gf));
+    } else {
+        bg = ggml_backend_alloc_ctx_tensors(cg, backend);
+        REQUIRE(bg != nullptr);
+    }
+    auto bytes_for = [&](const ggml_tensor * t) {
+        const auto it = fill.find(t->name);
+        if (it != fill.end()) return it->second;
+        uint64_t h = seed;
+        for (const char * p = t->name; *p; ++p)
+            h = (h ^ (uint8_t)*p) * 1099511628211ull;
+        return leaf_bytes(t, h);
+    };
+    // poison every op result first (with galloc they share memory), then set the leaves
+    for (ggml_context * c : {cw, cg})
+        for (ggml_tensor * t = ggml_get_first_tensor(c); t; t = ggml_get_next_tensor(c, t))
+            if (!t->view_src && t->data && t->op != GGML_OP_NONE) {
+                const std::vector<uint8_t> poison(ggml_nbytes(t), 0xFF);
+                ggml_backend_tensor_set(t, poison.data(), 0, poison.size());
+            }
+    for (ggml_context * c : {cw, cg})
+        for (ggml_tensor * t = ggml_get_first_tensor(c); t; t = ggml_get_next_tensor(c, t))
+            if (!t->view_src && t->data && t->op == GGML_OP_NONE) {
+                const std::vector<uint8_t> b = bytes_for(t);
+                REQUIRE(b.size() == ggml_nbytes(t));
+                ggml_backend_tensor_set(t, b.data(), 0, b.size());
+            }
+    layer_result r;
+    r.ok = ggml_backend_graph_compute(backend, gf) == GGML_STATUS_SUCCESS;
+    if (r.ok) r.ok = ggml_backend_graph_compute(backend, gf) == GGML_STATUS_SUCCESS;
+    ggml_backend_synchronize(backend);
+    if (r.ok) {
+        for (ggml_tensor * t : outs) {
+            std::vector<uint8_t> bytes(ggml_nbytes(t));
+            ggml_backend_tensor_get(t, bytes.data(), 0, bytes.size());
+            r.outs.push_back(values_of(t, bytes));
+            r.values.insert(r.values.end(), r.outs.back().begin(), r.outs.back().end());
+        }
+    }
+    if (ga) ggml_gallocr_free(ga);
+    if (bg) ggml_backend_buffer_free(bg);
+    ggml_backend_buffer_free(bw);
+    ggml_free(cg);
+    ggml_free(cw);
+    return r;
+}
+
+struct fusion_counts {
+    int mmv = 0, glu = 0, nq8 = 0;
+};
+fusion_counts fusion_stats(ggml_backend_t cuda) {
+    fusion_counts c;
+    ggml_backend_cuda_get_fusion_stats(cuda, &c.mmv, &c.glu, &c.nq8);
+    return c;
+}
+
+// CPU vs CUDA; returns how many fused groups of each kind the CUDA runs executed
+fusion_counts compare_layer(backends & be, const std::string & name, const layer_fn & build, double max_nmse,
+                            bool galloc = false, uint64_t seed = 5) {
+    const layer_result want = run_layer(be.cpu, build, seed, galloc);
+    const fusion_counts c0 = fusion_stats(be.cuda);
+    const layer_result got = run_layer(be.cuda, build, seed, galloc);
+    const fusion_counts c1 = fusion_stats(be.cuda);
+    const double e = got.ok && want.ok ? backend_case_nmse(got.values, want.values) : INFINITY;
+    INFO(name, " nmse ", e, " (max ", max_nmse, "); fused groups: mat-vec ", c1.mmv - c0.mmv, ", gate/up+swiglu ",
+         c1.glu - c0.glu, ", norm+q8 ", c1.nq8 - c0.nq8);
+    CHECK(want.ok);
+    CHECK(got.ok);
+    CHECK(e <= max_nmse);
+    return {c1.mmv - c0.mmv, c1.glu - c0.glu, c1.nq8 - c0.nq8};
+}
+
+// a CUDA backend with every fusion off (GGML_CUDA_NO_FUSION is read at init)
+ggml_backend_t cuda_init_no_fusion() {
+    setenv("GGML_CUDA_NO_FUSION", "1", 1);
+    ggml_backend_t b = ggml_backend_cuda_init(0);
+    unsetenv("GGML_CUDA_NO_FUSION");
+    REQUIRE(b != nullptr);
+    return b;
+}
+
+std::string shape_name(ggml_type wt, int64_t K, const std::vector<int64_t> & Ms) {
+    std::string s = std::string(ggml_type_name(wt)) + " K" + std::to_string(K) + " M";
+    for (size_t m = 0; m < Ms.size(); ++m)
+        s += (m ? "/" : "") + std::to_string(Ms[m]);
+    return s;
+}
+
+// [K, N] f32 activation after (add +) rms_norm * weight, as a Llama layer starts its attention and FFN.
+// (Leaf names avoid the prefixes backend_case_leaf_data gives special value ranges: "ff", "mask", "pos".)
+ggml_tensor * normed_input(ggml_context * cw, ggml_context * cg, int64_t K, int64_t N, bool add) {
+    ggml_tensor * x = leaf(cg, GGML_TYPE_F32, K, N, 1, "x");
+    if (add) x = ggml_add(cg, x, leaf(cg, GGML_TYPE_F32, K, N, 1, "res"));
+    return ggml_mul(cg, ggml_rms_norm(cg, x, 1e-5f), leaf(cw, GGML_TYPE_F32, K, 1, 1, "norm_w"));
+}
+
+double wtol(ggml_type wt) { return wt == GGML_TYPE_Q8_0 ? 2e-4 : 1e-6; } // as the q8r / f16 mat-vec cases
+} // namespace
+
+TEST_CASE("fused mat-vec group: q/k/v of one normed activation in one launch (repacked q8_0, f16)") {
+    backends be;
+    struct shape {
+        int64_t K;
+        std::vector<int64_t> Ms;
+        bool add;
+    };
+    const shape shapes[] = {{4096, {4096, 1024, 1024}, true}, {4096, {37, 333, 1024}, false}, {4096, {4096, 37}, true},
+                            {256, {333, 37, 37}, true},       {256, {37, 333}, false},        {1024, {1, 4, 5}, false}};
+    for (ggml_type wt : {GGML_TYPE_Q8_0, GGML_TYPE_F16}) {
+        for (const shape & s : shapes) {
+            for (bool galloc : {false, true}) {
+                if (galloc && s.K != 4096) continue;
+                const layer_fn build = [=](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
+                    ggml_tensor * cur = normed_input(cw, cg, s.K, 1, s.add);
+                    std::vector<ggml_tensor *> outs;
+                    for (size_t m = 0; m < s.Ms.size(); ++m) {
+                        const std::string wn = "w" + std::to_string(m);
+                        outs.push_back(ggml_mul_mat(cg, leaf(cw, wt, s.K, s.Ms[m], 1, wn.c_str()), cur));
+                    }
+                    return outs;
+                };
+                const std::string name = shape_name(wt, s.K, s.Ms) + (s.add ? " add" : "") + (galloc ? " galloc" : "");
+                const fusion_counts c = compare_layer(be, name, build, wtol(wt), galloc);
+                INFO(name);
+                // fused where the separate launches use the kernel whose row loop the group shares:
+                // q8_0 v6 (K <= 4096), f16 v2 (K >= 1024)
+                const bool fuses = wt == GGML_TYPE_Q8_0 || s.K >= 1024;
+                CHECK((c.mmv > 0) == fuses);
+                CHECK(c.glu == 0);
+                CHECK((c.nq8 > 0) == (wt == GGML_TYPE_Q8_0)); // the norm output's readers are all q8_0 mat-vecs
+            }
+        }
+    }
+}
+
+TEST_CASE("fused mat-vec group and gate/up+swiglu equal the separate kernels bit for bit") {
+    // the activation is a leaf (no norm fusion in either run): fused and separate launches run the same
+    // per-row arithmetic on the same quantized activation
+    backends be;
+    ggml_backend_t plain = cuda_init_no_fusion();
+    for (ggml_type wt : {GGML_TYPE_Q8_0, GGML_TYPE_F16}) {
+        for (bool glu : {false, true}) {
+            const int64_t K = 4096;
+            const layer_fn build = [=](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
+                ggml_tensor * x = leaf(cg, GGML_TYPE_F32, K, 1, 1, "x");
+                if (glu) {
+                    ggml_tensor * g = ggml_mul_mat(cg, leaf(cw, wt, K, 1000, 1, "wg"), x);
+                    ggml_tensor * u = ggml_mul_mat(cg, leaf(cw, wt, K, 1000, 1, "wu"), x);
+                    return std::vector<ggml_tensor *>{ggml_swiglu_split(cg, g, u)};
+                }
+                return std::vector<ggml_tensor *>{ggml_mul_mat(cg, leaf(cw, wt, K, 333, 1, "wq"), x),
+                                                  ggml_mul_mat(cg, leaf(cw, wt, K, 1024, 1, "wk"), x),
+                                                  ggml_mul_mat(cg, leaf(cw, wt, K, 37, 1, "wv"), x)};
+            };
+            const fusion_counts c0 = fusion_stats(be.cuda);
+            const layer_result fused = run_layer(be.cuda, build, 9);
+            const fusion_counts c1 = fusion_stats(be.cuda);
+            const layer_result sep = run_layer(plain, build, 9);
+            INFO(ggml_type_name(wt), glu ? " gate/up+swiglu" : " q/k/v");
+            REQUIRE(fused.ok);
+            REQUIRE(sep.ok);
+            CHECK((glu ? c1.glu - c0.glu : c1.mmv - c0.mmv) > 0);
+            CHECK(fusion_stats(plain).mmv + fusion_stats(plain).glu == 0);
+            CHECK(backend_case_nmse(fused.values, sep.values) == 0.0);
+        }
+    }
+    ggml_backend_free(plain);
+}
+
+TEST_CASE("fused gate/up mat-vecs + swiglu in one launch (repacked q8_0, f16)") {
+    backends be;
+    struct shape {
+        int64_t K, M;
+        bool galloc, swapped; // swapped: SWIGLU(up, gate) of nodes made gate first
+    };
+    const shape shapes[] = {{4096, 11008, false, false}, {4096, 11008, true, false}, {4096, 333, false, false},
+                            {4096, 37, true, true},      {256, 37, false, false},    {256, 2115, true, false},
+                            {1024, 3, false, true}};
+    for (ggml_type wt : {GGML_TYPE_Q8_0, GGML_TYPE_F16}) {
+        for (const shape & s : shapes) {
+            const layer_fn build = [=](ggml_context * cw, ggml_context * cg, ggml_cgraph * gf) {
+                ggml_tensor * cur = normed_input(cw, cg, s.K, 1, true);
+                ggml_tensor * g = ggml_mul_mat(cg, leaf(cw, wt, s.K, s.M, 1, "wg"), cur);
+                ggml_tensor * u = ggml_mul_mat(cg, leaf(cw, wt, s.K, s.M, 1, "wu"), cur);
+                if (!s.swapped) return std::vector<ggml_tensor *>{ggml_swiglu_split(cg, g, u)};
+                ggml_build_forward_expand(gf, g); // nodes: g, u, then silu(u) * g
+                ggml_build_forward_expand(gf, u);
+                return std::vector<ggml_tensor *>{ggml_swiglu_split(cg, u, g)};
+            };
+            const std::string name =
+                shape_name(wt, s.K, {s.M}) + (s.galloc ? " galloc" : "") + (s.swapped ? " swapped" : "");
+            const fusion_counts c = compare_layer(be, name, build, wtol(wt), s.galloc);
+            INFO(name);
+            const bool fuses = wt == GGML_TYPE_Q8_0 || s.K >= 1024;
+            CHECK((c.glu > 0) == fuses);
+            CHECK(c.mmv == 0);
+        }
+    }
+}
+
+TEST_CASE("fused mat-vecs: not fused when gate/up has another reader or is an output, N = 2, or not adjacent") {
+    backends be;
+    const int64_t K = 4096, M = 333;
+    for (ggml_type wt : {GGML_TYPE_Q8_0, GGML_TYPE_F16}) {
+        const std::string tn = ggml_type_name(wt);
+        // gate also read by an ADD: gate/up still one launch (pair), SWIGLU separate
+        fusion_counts c = compare_layer(
+            be, tn + " gate read twice",
+            [=](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
+                ggml_tensor * cur = normed_input(cw, cg, K, 1, true);
+                ggml_tensor * g = ggml_mul_mat(cg, leaf(cw, wt, K, M, 1, "wg"), cur);
+                ggml_tensor * u = ggml_mul_mat(cg, leaf(cw, wt, K, M, 1, "wu"), cur);
+                ggml_tensor * s = ggml_swiglu_split(cg, g, u);
+                return std::vector<ggml_tensor *>{s, ggml_add(cg, g, leaf(cg, GGML_TYPE_F32, M, 1, 1, "z"))};
+            },
+            wtol(wt));
+        CHECK(c.glu == 0);
+        CHECK(c.mmv > 0);
+        // up is a graph output: it must be written
+        c = compare_layer(
+            be, tn + " up is an output",
+            [=](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
+                ggml_tensor * cur = normed_input(cw, cg, K, 1, false);
+                ggml_tensor * g = ggml_mul_mat(cg, leaf(cw, wt, K, M, 1, "wg"), cur);
+                ggml_tensor * u = ggml_mul_mat(cg, leaf(cw, wt, K, M, 1, "wu"), cur);
+                return std::vector<ggml_tensor *>{ggml_swiglu_split(cg, g, u), u};
+            },
+            wtol(wt), true);
+        CHECK(c.glu == 0);
+        CHECK(c.mmv > 0);
+        // N = 2 (two tokens): nothing of this kind is fused
+        c = compare_layer(
+            be, tn + " N2",
+            [=](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
+                ggml_tensor * cur = normed_input(cw, cg, K, 2, true);
+                std::vector<ggml_tensor *> outs;
+                for (const char * wn : {"wq", "wk", "wv"})
+                    outs.push_back(ggml_mul_mat(cg, leaf(cw, wt, K, M, 1, wn), cur));
+                ggml_tensor * g = ggml_mul_mat(cg, leaf(cw, wt, K, M, 1, "wg"), cur);
+                ggml_tensor * u = ggml_mul_mat(cg, leaf(cw, wt, K, M, 1, "wu"), cur);
+                outs.push_back(ggml_swiglu_split(cg, g, u));
+                return outs;
+            },
+            wtol(wt));
+        CHECK(c.mmv == 0);
+        CHECK(c.glu == 0);
+        CHECK(c.nq8 == 0);
+        // q and k of one activation with a SCALE between them: not adjacent, not fused
+        c = compare_layer(
+            be, tn + " not adjacent",
+            [=](ggml_context * cw, ggml_context * cg, ggml_cgraph * gf) {
+                ggml_tensor * cur = normed_input(cw, cg, K, 1, true);
+                ggml_tensor * q = ggml_scale(cg, ggml_mul_mat(cg, leaf(cw, wt, K, M, 1, "wq"), cur), 0.5f);
+                ggml_build_forward_expand(gf, q);
+                return std::vector<ggml_tensor *>{q, ggml_mul_mat(cg, leaf(cw, wt, K, 64, 1, "wk"), cur)};
+            },
+            wtol(wt));
+        CHECK(c.mmv == 0);
+        CHECK((c.nq8 > 0) == (wt == GGML_TYPE_Q8_0)); // two q8_0 readers, one quantization
+    }
+}
+
+TEST_CASE("fused norm + q8s quantization: bit-identical to quantize_q8s, only for q8_0 mat-vec readers") {
+    backends be;
+    for (bool add : {false, true}) {
+        for (int64_t K : {256, 4096, 4128}) {
+            const std::string name = std::string(add ? "add+" : "") + "rms_norm*w+q8s K" + std::to_string(K);
+            // the norm result (an output too) and one q8_0 mat-vec reading it through the fused quantization
+            const layer_fn build = [=](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
+                ggml_tensor * cur = normed_input(cw, cg, K, 1, add);
+                return std::vector<ggml_tensor *>{cur,
+                                                  ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, K, 333, 1, "wq"), cur)};
+            };
+            const fusion_counts c = compare_layer(be, name, build, 2e-4);
+            INFO(name);
+            CHECK(c.nq8 > 0);
+            // the same mat-vec on the norm's f32 result as a leaf (quantize_q8s): the same bits
+            const layer_result r1 = run_layer(be.cuda, build, 5);
+            REQUIRE(r1.ok);
+            REQUIRE(r1.outs.size() == 2);
+            std::vector<float> xf(r1.outs[0].begin(), r1.outs[0].end());
+            std::vector<uint8_t> xb(xf.size() * 4);
+            memcpy(xb.data(), xf.data(), xb.size());
+            const layer_result r2 = run_layer(
+                be.cuda,
+                [=](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
+                    return std::vector<ggml_tensor *>{ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, K, 333, 1, "wq"),
+                                                                   leaf(cg, GGML_TYPE_F32, K, 1, 1, "xn"))};
+                },
+                5, false, fill_map{{"xn", xb}});
+            REQUIRE(r2.ok);
+            CHECK(r2.values == r1.outs[1]);
+        }
+    }
+    // a reader that is not a q8_0 mat-vec (f16 weights): no fused quantization, still correct
+    const fusion_counts c = compare_layer(
+        be, "norm read by q8_0 and f16 mat-vecs",
+        [](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
+            ggml_tensor * cur = normed_input(cw, cg, 4096, 1, true);
+            return std::vector<ggml_tensor *>{ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, 4096, 64, 1, "wq"), cur),
+                                              ggml_mul_mat(cg, leaf(cw, GGML_TYPE_F16, 4096, 64, 1, "wk"), cur)};
+        },
+        2e-4);
+    CHECK(c.nq8 == 0);
+}
+TEST_CASE("rope fused with the KV-cache SET_ROWS (the rotated rows land in their cells, the rest untouched)") {
+    backends be;
+    auto rope_stores = [&] {
+        int n = 0;
+        ggml_backend_cuda_get_fusion_stats(be.cuda, nullptr, nullptr, nullptr, &n);
+        return n;
+    };
+    for (ggml_type ct : {GGML_TYPE_F16, GGML_TYPE_F32}) {
+        for (int mode : {GGML_ROPE_TYPE_NORMAL, GGML_ROPE_TYPE_NEOX}) {
+            for (int64_t T : {1, 5}) {
+                for (bool rope_out : {false, true}) { // rope result also an output: must not fuse
+                    const int64_t hd = 128, hk = 4, n_ctx = 2 * T + 7;
+                    const std::string name = std::string("rope+set_rows ") + ggml_type_name(ct) +
+                                             (mode ? " neox" : " normal") + " T" + std::to_string(T) +
+                                             (rope_out ? " rope also output" : "");
+                    const int before = rope_stores();
+                    compare_layer(
+                        be, name,
+                        [=](ggml_context *, ggml_context * cg, ggml_cgraph *) {
+                            ggml_tensor * k = leaf(cg, GGML_TYPE_F32, hd * hk, T, 1, "kcur");
+                            ggml_tensor * cells = leaf(cg, GGML_TYPE_I32, T, 1, 1, "rowids"); // distinct, < 2T
+                            ggml_tensor * cache = leaf(cg, ct, hd * hk, n_ctx, 1, "cache");
+                            ggml_tensor * r = ggml_rope_ext(cg, ggml_reshape_3d(cg, k, hd, hk, T), cells, nullptr,
+                                                            (int)hd, mode, 10000.0f, 1.0f);
+                            ggml_tensor * st = ggml_set_rows(cg, cache, ggml_reshape_2d(cg, r, hd * hk, T), cells);
+                            if (rope_out) return std::vector<ggml_tensor *>{st, r};
+                            return std::vector<ggml_tensor *>{st};
+                        },
+                        ct == GGML_TYPE_F16 ? 1e-6 : 1e-10);
+                    CHECK(rope_stores() - before == (rope_out ? 0 : 2)); // eager run + capture
+                }
+            }
+        }
+    }
+}
 #endif

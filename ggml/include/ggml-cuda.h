@@ -32,3 +32,10 @@ bool ggml_backend_is_cuda(ggml_backend_t backend);
 // CUDA-graph counters of a CUDA backend since init: launches of an unchanged graph (replay),
 // re-captures folded into an existing executable (update), and fresh instantiations.
 void ggml_backend_cuda_get_graph_stats(ggml_backend_t backend, int * n_replay, int * n_update, int * n_instantiate);
+// Fused groups a CUDA backend has run since init (counted when launched eagerly or captured into a CUDA
+// graph, not per graph replay): adjacent mat-vecs sharing one activation (q/k/v), gate/up mat-vecs with
+// their SWIGLU, norms that also quantized their result for the q8_0 mat-vecs, and ropes that wrote straight
+// into the KV cache (ROPE + SET_ROWS). Any pointer may be
+// nullptr. GGML_CUDA_NO_FUSION=1 (read at init) turns all fusions off.
+void ggml_backend_cuda_get_fusion_stats(ggml_backend_t backend, int * n_mmv_group, int * n_swiglu_group,
+                                        int * n_norm_q8 = nullptr, int * n_rope_store = nullptr);

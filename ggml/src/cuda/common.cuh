@@ -101,6 +101,9 @@ struct ggml_cuda_context {
     bool mmvq_v1 = false; // GGML_CUDA_MMVQ_V1=1: the first mmvq kernel (for comparisons)
     int mmvq_u = 4;       // GGML_CUDA_MMVQ=5: v5 kernel for N = 1; =2/4/8: v6 with that many loads in flight
     bool mmvq_forced = false; // GGML_CUDA_MMVQ set: its kernel for every K (default: v6 only for K <= 4096)
+    // fused groups run (plan_fusions in ggml-cuda.cu), counted when launched eagerly or captured, not per replay:
+    // mat-vecs sharing one activation, gate/up mat-vecs + SWIGLU, norms that also wrote the q8s activation
+    int n_fused_mmv_group = 0, n_fused_swiglu = 0, n_fused_norm_q8 = 0, n_fused_rope_store = 0;
     ggml_cuda_graph_cache * graphs = nullptr;
     ggml_cuda_profile * prof = nullptr; // GGML_CUDA_PROFILE=1: per-op GPU times, printed at free
 };
@@ -173,6 +176,9 @@ struct cuda_block_q8_1 {
 static_assert(sizeof(cuda_block_q8_0) == 34 && sizeof(cuda_block_q8_1) == 36, "q8 block sizes");
 
 inline int64_t cuda_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// most mat-vecs one fused launch computes (ggml_cuda_mul_mat_group in mulmat.cuh)
+#define MMV_GROUP_MAX 3
 
 // elementwise grid: x covers ne0 in blocks of bs (so one long row still fills the GPU), y the rows
 inline dim3 ew_grid(int64_t ne0, int64_t rows, int bs) {

@@ -236,7 +236,18 @@ struct ggml_cuda_profile {
 };
 
 static std::string profile_label(const ggml_tensor * t, int fused) {
-    std::string l = fused == 1 ? "RMS_NORM+MUL" : fused == 2 ? "ADD+RMS_NORM+MUL" : ggml_op_name(t->op);
+    switch (fused) { // codes: plan_fusions
+        case 1: return "RMS_NORM+MUL";
+        case 2: return "ADD+RMS_NORM+MUL";
+        case 6: return "RMS_NORM+MUL+Q8S";
+        case 7: return "ADD+RMS_NORM+MUL+Q8S";
+        case 3:
+        case 4: return std::string("MUL_MAT ") + ggml_type_name(t->src[0]->type) + " vec x" + (fused == 3 ? "2" : "3");
+        case 5: return std::string("MUL_MAT ") + ggml_type_name(t->src[0]->type) + " vec gate+up+SWIGLU";
+        case 8: return "ROPE+SET_ROWS";
+        default: break;
+    }
+    std::string l = ggml_op_name(t->op);
     if (t->op == GGML_OP_MUL_MAT) {
         l += std::string(" ") + ggml_type_name(t->src[0]->type) +
              (t->src[1]->ne[1] <= MUL_MAT_VEC_MAX_N ? " vec" : " gemm");
@@ -376,20 +387,38 @@ static void run_node(ggml_cuda_context & ctx, ggml_tensor * t) {
     }
 }
 
-static bool uses_tensor(const ggml_tensor * user, const ggml_tensor * t) {
-    for (int k = 0; k < GGML_MAX_SRC; ++k) {
-        const ggml_tensor * s = user->src[k];
-        if (s && (s == t || s->view_src == t)) return true;
-    }
-    return user->view_src == t;
+// Fusion codes, fused[i] for the first node i of a group (the other nodes of the group keep 0):
+//   1: node i (RMS_NORM) is computed together with node i+1 (MUL by a weight);
+//   2: node i (ADD) with i+1 (its RMS_NORM) and i+2 (MUL by a weight), the add still written;
+//   3 / 4: nodes i..i+1 / i..i+2 are MUL_MATs of one activation column (same src1): one mat-vec launch
+//      (ggml_cuda_mul_mat_group);
+//   5: nodes i, i+1 are MUL_MATs (gate, up; same src1) and i+2 their SWIGLU: one launch writes the SWIGLU
+//      result, the gate/up results are not written (no other reader, not outputs);
+//   6 / 7: as 1 / 2, and the MUL result is also quantized (q8s) into ctx.qcache for the repacked q8_0
+//      mat-vecs that are its only readers;
+//   8: node i (ROPE), i+1 (its RESHAPE to rows) and i+2 (SET_ROWS of those rows into the KV cache): one kernel
+//      writes the rotated rows into their cells, the rope result is not written (no other reader, no output).
+// Only adjacent nodes are fused: computing node i+1 / i+2 at node i's place is then safe (their inputs are
+// ready, and the allocator cannot have handed their outputs memory that node i still reads). One exception,
+// checked by ggml_cuda_mul_mat_swiglu_ok: SWIGLU's output may lie over the activation once gate/up were its
+// last readers (the f16 kernel then does not fuse; the q8_0 one has quantized it before).
+static int fused_span(int code) {
+    return code == 2 || code == 4 || code == 5 || code == 7 || code == 8 ? 3 : code ? 2 : 1;
 }
 
-// fused[i] = 1: node i (RMS_NORM) is computed together with node i+1 (MUL by a weight);
-// fused[i] = 2: node i (ADD) with i+1 (its RMS_NORM) and i+2 (MUL by a weight), the add still written
-static void plan_fusions(ggml_cgraph * gf, std::vector<uint8_t> & fused, bool enabled) {
+// f(t) for every tensor node u reads: its sources, what they view, and what u itself views
+template <typename F> static void for_each_read(const ggml_tensor * u, F f) {
+    for (int k = 0; k < GGML_MAX_SRC; ++k) {
+        const ggml_tensor * s = u->src[k];
+        if (!s) continue;
+        f(s);
+        if (s->view_src) f(s->view_src);
+    }
+    if (u->view_src) f(u->view_src);
+}
+
+static void plan_norm_fusions(ggml_cgraph * gf, std::vector<uint8_t> & fused) {
     const int n = gf->n_nodes;
-    fused.assign(n, 0);
-    if (!enabled) return;
     std::vector<int> cand;
     for (int i = 0; i + 1 < n; ++i) {
         ggml_tensor * a = gf->nodes[i];
@@ -401,14 +430,16 @@ static void plan_fusions(ggml_cgraph * gf, std::vector<uint8_t> & fused, bool en
     }
     if (cand.empty()) return;
     // one pass: a candidate used by any node other than its MUL is not fused
-    for (int i : cand)
+    std::map<const ggml_tensor *, int> norm_at;
+    for (int i : cand) {
         fused[i] = 1;
+        norm_at[gf->nodes[i]] = i;
+    }
     for (int j = 0; j < n; ++j) {
-        const ggml_tensor * u = gf->nodes[j];
-        for (int i : cand) {
-            if (!fused[i] || j == i + 1 || j == i) continue;
-            if (uses_tensor(u, gf->nodes[i])) fused[i] = 0;
-        }
+        for_each_read(gf->nodes[j], [&](const ggml_tensor * t) {
+            const auto it = norm_at.find(t);
+            if (it != norm_at.end() && j != it->second && j != it->second + 1) fused[it->second] = 0;
+        });
     }
     for (int i : cand) { // a norm+mul pair right after the ADD that feeds it: three nodes
         if (!fused[i] || i == 0) continue;
@@ -421,21 +452,138 @@ static void plan_fusions(ggml_cgraph * gf, std::vector<uint8_t> & fused, bool en
     }
 }
 
+// codes 3/4/5 over the nodes no norm fusion covers
+static void plan_mat_vec_fusions(const ggml_cuda_context & ctx, ggml_cgraph * gf, std::vector<uint8_t> & fused) {
+    const int n = gf->n_nodes;
+    std::map<const ggml_tensor *, int> glu; // gate/up result -> first node of its code-5 candidate
+    for (int i = 0; i + 1 < n; ++i) {
+        if (fused[i]) {
+            i += fused_span(fused[i]) - 1;
+            continue;
+        }
+        ggml_tensor * mm[3] = {gf->nodes[i], gf->nodes[i + 1], i + 2 < n ? gf->nodes[i + 2] : nullptr};
+        if (mm[0]->op != GGML_OP_MUL_MAT || mm[1]->op != GGML_OP_MUL_MAT || mm[0]->src[1] != mm[1]->src[1]) continue;
+        ggml_tensor * g = mm[2];
+        if (g && g->op == GGML_OP_SWIGLU && !(mm[0]->flags & GGML_TENSOR_FLAG_OUTPUT) &&
+            !(mm[1]->flags & GGML_TENSOR_FLAG_OUTPUT) &&
+            ((g->src[0] == mm[0] && g->src[1] == mm[1]) || (g->src[0] == mm[1] && g->src[1] == mm[0])) &&
+            ggml_cuda_mul_mat_swiglu_ok(ctx, g->src[0], g->src[1], g)) {
+            fused[i] = 5;
+            glu[mm[0]] = i;
+            glu[mm[1]] = i;
+            i += 2;
+        } else if (g && ggml_cuda_mul_mat_group_ok(ctx, mm, 3)) {
+            fused[i] = 4;
+            i += 2;
+        } else if (ggml_cuda_mul_mat_group_ok(ctx, mm, 2)) {
+            fused[i] = 3;
+            i += 1;
+        }
+    }
+    if (glu.empty()) return;
+    // a gate/up result read by any node but its SWIGLU must be written: then only the pair is fused
+    for (int j = 0; j < n; ++j) {
+        for_each_read(gf->nodes[j], [&](const ggml_tensor * t) {
+            const auto it = glu.find(t);
+            if (it == glu.end()) return;
+            const int i = it->second;
+            if (fused[i] != 5 || j == i + 2) return;
+            ggml_tensor * const mm[2] = {gf->nodes[i], gf->nodes[i + 1]};
+            fused[i] = ggml_cuda_mul_mat_group_ok(ctx, mm, 2) ? 3 : 0;
+        });
+    }
+}
+
+// codes 1/2 -> 6/7 where the norm's result (the MUL node) is read only by repacked q8_0 mat-vecs of one
+// column (they then find it quantized in ctx.qcache)
+static void plan_norm_q8_fusions(ggml_cgraph * gf, std::vector<uint8_t> & fused) {
+    const int n = gf->n_nodes;
+    std::map<const ggml_tensor *, int> cand; // MUL result -> first node of its code 1/2 group
+    for (int i = 0; i < n; ++i) {
+        if (fused[i] != 1 && fused[i] != 2) continue;
+        const ggml_tensor * mul = gf->nodes[i + fused_span(fused[i]) - 1];
+        if (mul->type == GGML_TYPE_F32 && ggml_is_contiguous(mul) && mul->ne[0] % 32 == 0 && ggml_nrows(mul) == 1)
+            cand[mul] = i;
+    }
+    if (cand.empty()) return;
+    std::map<int, int> n_readers; // first node -> q8_0 mat-vecs reading its result; -1: another reader
+    for (int j = 0; j < n; ++j) {
+        const ggml_tensor * u = gf->nodes[j];
+        for_each_read(u, [&](const ggml_tensor * t) {
+            const auto it = cand.find(t);
+            if (it == cand.end()) return;
+            int & r = n_readers[it->second];
+            const bool q8_vec = u->op == GGML_OP_MUL_MAT && u->src[1] == t && u->src[0] != t &&
+                                ggml_cuda_q8_repacked(u->src[0]) && u->src[0]->ne[0] == t->ne[0];
+            if (r >= 0) r = q8_vec ? r + 1 : -1;
+        });
+    }
+    for (const auto & [i, r] : n_readers)
+        if (r > 0) fused[i] = fused[i] == 1 ? 6 : 7;
+}
+
+// code 8 (rope + KV store)
+static void plan_rope_store_fusions(ggml_cgraph * gf, std::vector<uint8_t> & fused) {
+    const int n = gf->n_nodes;
+    std::map<const ggml_tensor *, int> cand; // rope result and its reshape -> the rope's node
+    for (int i = 0; i + 2 < n; ++i) {
+        ggml_tensor ** t = gf->nodes + i;
+        if (fused[i] || fused[i + 1] || fused[i + 2] || !ggml_cuda_rope_set_rows_ok(t[0], t[1], t[2])) continue;
+        if ((t[0]->flags | t[1]->flags) & GGML_TENSOR_FLAG_OUTPUT) continue;
+        fused[i] = 8;
+        cand[t[0]] = cand[t[1]] = i;
+        i += 2;
+    }
+    if (cand.empty()) return;
+    for (int j = 0; j < n; ++j) {
+        for_each_read(gf->nodes[j], [&](const ggml_tensor * t) {
+            const auto it = cand.find(t);
+            if (it != cand.end() && j != it->second + 1 && j != it->second + 2) fused[it->second] = 0;
+        });
+    }
+}
+
+static void plan_fusions(const ggml_cuda_context & ctx, ggml_cgraph * gf, std::vector<uint8_t> & fused) {
+    fused.assign(gf->n_nodes, 0);
+    if (!ctx.use_fusion) return;
+    plan_norm_fusions(gf, fused);
+    plan_mat_vec_fusions(ctx, gf, fused);
+    plan_norm_q8_fusions(gf, fused);
+    plan_rope_store_fusions(gf, fused);
+}
+
 // node i (with its fused followers); returns the number of nodes done
 static int run_fused(ggml_cuda_context & ctx, ggml_cgraph * gf, int i, int fused) {
     ggml_tensor * t = gf->nodes[i];
-    int n = 1;
-    if (fused == 1) {
-        ggml_cuda_op_rms_norm_mul(ctx, t, gf->nodes[i + 1]);
-        n = 2;
-    } else if (fused == 2) {
-        ggml_cuda_op_add_rms_norm_mul(ctx, t, gf->nodes[i + 1], gf->nodes[i + 2]);
-        n = 3;
-    } else {
-        run_node(ctx, t);
+    ggml_tensor ** nodes = gf->nodes + i;
+    const int n = fused_span(fused);
+    void * q8 = nullptr; // codes 6/7: mul's result quantized
+    switch (fused) {
+        case 1: ggml_cuda_op_rms_norm_mul(ctx, t, nodes[1]); break;
+        case 2: ggml_cuda_op_add_rms_norm_mul(ctx, t, nodes[1], nodes[2]); break;
+        case 3:
+        case 4:
+            ggml_cuda_mul_mat_group(ctx, nodes, n);
+            ++ctx.n_fused_mmv_group;
+            break;
+        case 5:
+            ggml_cuda_mul_mat_swiglu(ctx, nodes[2]->src[0], nodes[2]->src[1], nodes[2]);
+            ++ctx.n_fused_swiglu;
+            break;
+        case 6: q8 = ggml_cuda_op_rms_norm_mul_q8(ctx, t, nodes[1]); break;
+        case 7: q8 = ggml_cuda_op_add_rms_norm_mul_q8(ctx, t, nodes[1], nodes[2]); break;
+        case 8:
+            ggml_cuda_op_rope_set_rows(ctx, t, nodes[2]);
+            ++ctx.n_fused_rope_store;
+            break;
+        default: run_node(ctx, t); break;
     }
     for (int k = 0; k < n; ++k)
-        if (!ggml_is_view_op(gf->nodes[i + k]->op)) ggml_cuda_qcache_written(ctx, gf->nodes[i + k]);
+        if (!ggml_is_view_op(nodes[k]->op)) ggml_cuda_qcache_written(ctx, nodes[k]);
+    if (q8) { // after the loop above, which drops a cache of what these nodes wrote
+        ggml_cuda_qcache_set(ctx, nodes[n - 1], q8);
+        ++ctx.n_fused_norm_q8;
+    }
     return n;
 }
 
@@ -498,7 +646,7 @@ static ggml_status cuda_graph_compute(ggml_backend_t backend, ggml_cgraph * gf) 
     ggml_cuda_profile * hp = ctx.prof && ctx.prof->mode == 2 ? ctx.prof : nullptr;
     if (hp && hp->last_end) hp->outside += t_start - hp->last_end;
     std::vector<uint8_t> fused;
-    plan_fusions(gf, fused, ctx.use_fusion);
+    plan_fusions(ctx, gf, fused);
     if (ctx.prof && !hp) return profile_graph(ctx, gf, fused);
     int64_t t_sig = 0, t_run = 0, t_upd = 0;
 
@@ -782,6 +930,16 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
     GGML_LOG_INFO("%s: using %s (%s, %d SMs, %.1f GiB)\n", __func__, ctx->name, prop.name, prop.multiProcessorCount,
                   prop.totalGlobalMem / 1073741824.0);
     return new ggml_backend{iface, ctx};
+}
+
+void ggml_backend_cuda_get_fusion_stats(ggml_backend_t backend, int * n_mmv_group, int * n_swiglu_group,
+                                        int * n_norm_q8, int * n_rope_store) {
+    GGML_ASSERT(ggml_backend_is_cuda(backend));
+    const ggml_cuda_context * ctx = (const ggml_cuda_context *)backend->context;
+    if (n_mmv_group) *n_mmv_group = ctx->n_fused_mmv_group;
+    if (n_swiglu_group) *n_swiglu_group = ctx->n_fused_swiglu;
+    if (n_norm_q8) *n_norm_q8 = ctx->n_fused_norm_q8;
+    if (n_rope_store) *n_rope_store = ctx->n_fused_rope_store;
 }
 
 void ggml_backend_cuda_get_graph_stats(ggml_backend_t backend, int * n_replay, int * n_update, int * n_instantiate) {

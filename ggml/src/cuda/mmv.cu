@@ -188,3 +188,146 @@ void ggml_cuda_mmv(ggml_cuda_context & ctx, const ggml_tensor * a, const ggml_te
 #undef MMV_LAUNCH
     CUDA_CHECK_LAUNCH();
 }
+
+// ---- fused groups (f16 weights, one activation column): v2's loop, one 128-thread block per row ----------
+// f16 row `arow` (16-byte aligned, K % 8 == 0) times f32 x (16-byte aligned): this thread's part, exactly as
+// k_mmv_v2<half, 1> accumulates it.
+static __device__ __forceinline__ float f16_row_part(const char * __restrict__ arow, const char * __restrict__ x,
+                                                     int64_t K, int tid) {
+    float acc = 0.0f;
+#pragma unroll 4
+    for (int64_t k = (int64_t)tid * 8; k < K; k += 128 * 8) {
+        const uint4 raw = *(const uint4 *)(arow + k * 2);
+        float av[8];
+        const half2 * h = (const half2 *)&raw;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const float2 f = __half22float2(h[j]);
+            av[2 * j] = f.x;
+            av[2 * j + 1] = f.y;
+        }
+        const float4 * bv = (const float4 *)(x + k * 4);
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            const float4 xv = bv[j];
+            acc += av[4 * j] * xv.x + av[4 * j + 1] * xv.y + av[4 * j + 2] * xv.z + av[4 * j + 3] * xv.w;
+        }
+    }
+    return acc;
+}
+
+// block b is row b - start[m] of matrix m, start[m] <= b < start[m+1] (cumulative row counts)
+struct f16_group_args {
+    const char * a[MMV_GROUP_MAX]; // row r of matrix m at a[m] + r * lda[m]
+    int64_t lda[MMV_GROUP_MAX];    // bytes
+    float * dst[MMV_GROUP_MAX];
+    int64_t start1, start2; // first block of matrix 1 and of matrix 2 (= the grid size when n = 2)
+};
+
+static __global__ void __launch_bounds__(128)
+    k_mmv_f16_group(const f16_group_args g, const char * __restrict__ x, int64_t K) {
+    __shared__ float s_part[4];
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int64_t b = blockIdx.x;
+    const int m = b >= g.start2 ? 2 : b >= g.start1 ? 1 : 0;
+    const int64_t row = b - (m == 2 ? g.start2 : m == 1 ? g.start1 : 0);
+    const char * a = m == 2 ? g.a[2] : m == 1 ? g.a[1] : g.a[0];
+    const int64_t lda = m == 2 ? g.lda[2] : m == 1 ? g.lda[1] : g.lda[0];
+    float * dst = m == 2 ? g.dst[2] : m == 1 ? g.dst[1] : g.dst[0];
+    const float sw = warp_sum(f16_row_part(a + row * lda, x, K, tid));
+    if (lane == 0) s_part[warp] = sw;
+    __syncthreads();
+    if (tid == 0) dst[row] = s_part[0] + s_part[1] + s_part[2] + s_part[3];
+}
+
+// gate and up row b in one block (two accumulators, one activation load for both); writes silu(g) * u
+static __global__ void __launch_bounds__(128)
+    k_mmv_f16_swiglu(const char * __restrict__ ga, int64_t glda, const char * __restrict__ ua, int64_t ulda,
+                     const char * __restrict__ x, float * __restrict__ dst, int64_t K) {
+    __shared__ float s_part[2][4];
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int64_t row = blockIdx.x;
+    const char * grow = ga + row * glda;
+    const char * urow = ua + row * ulda;
+    float ag = 0.0f, au = 0.0f;
+#pragma unroll 4
+    for (int64_t k = (int64_t)tid * 8; k < K; k += 128 * 8) {
+        const uint4 rg = *(const uint4 *)(grow + k * 2);
+        const uint4 ru = *(const uint4 *)(urow + k * 2);
+        float gv[8], uv[8];
+        const half2 * hg = (const half2 *)&rg;
+        const half2 * hu = (const half2 *)&ru;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const float2 fg = __half22float2(hg[j]);
+            const float2 fu = __half22float2(hu[j]);
+            gv[2 * j] = fg.x;
+            gv[2 * j + 1] = fg.y;
+            uv[2 * j] = fu.x;
+            uv[2 * j + 1] = fu.y;
+        }
+        const float4 * bv = (const float4 *)(x + k * 4);
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            const float4 xv = bv[j];
+            ag += gv[4 * j] * xv.x + gv[4 * j + 1] * xv.y + gv[4 * j + 2] * xv.z + gv[4 * j + 3] * xv.w;
+            au += uv[4 * j] * xv.x + uv[4 * j + 1] * xv.y + uv[4 * j + 2] * xv.z + uv[4 * j + 3] * xv.w;
+        }
+    }
+    const float sg = warp_sum(ag), su = warp_sum(au);
+    if (lane == 0) {
+        s_part[0][warp] = sg;
+        s_part[1][warp] = su;
+    }
+    __syncthreads();
+    if (tid == 0) {
+        const float g = s_part[0][0] + s_part[0][1] + s_part[0][2] + s_part[0][3];
+        const float u = s_part[1][0] + s_part[1][1] + s_part[1][2] + s_part[1][3];
+        dst[row] = g / (1.0f + expf(-g)) * u;
+    }
+}
+
+bool ggml_cuda_mmv_f16_fusable(const ggml_tensor * a, int64_t K) {
+    return a->type == GGML_TYPE_F16 && a->ne[0] == K && a->ne[2] == 1 && a->ne[3] == 1 && a->nb[0] == 2 &&
+           a->nb[1] % 16 == 0 && (uintptr_t)a->data % 16 == 0 && K % 8 == 0 && K >= 1024;
+}
+
+void ggml_cuda_mmv_f16_group(ggml_cuda_context & ctx, const ggml_tensor * const * dsts, int n) {
+    GGML_ASSERT(n >= 1 && n <= MMV_GROUP_MAX);
+    const ggml_tensor * x = dsts[0]->src[1];
+    const int64_t K = x->ne[0];
+    GGML_ASSERT(x->type == GGML_TYPE_F32 && x->nb[0] == 4 && ggml_nrows(x) == 1 && (uintptr_t)x->data % 16 == 0);
+    f16_group_args g = {};
+    int64_t start[MMV_GROUP_MAX + 1] = {0, 0, 0, 0};
+    for (int m = 0; m < MMV_GROUP_MAX; ++m) {
+        int64_t M = 0;
+        if (m < n) {
+            const ggml_tensor * a = dsts[m]->src[0];
+            GGML_ASSERT(ggml_cuda_mmv_f16_fusable(a, K) && dsts[m]->src[1] == x);
+            GGML_ASSERT(dsts[m]->type == GGML_TYPE_F32 && ggml_nelements(dsts[m]) == a->ne[1]);
+            g.a[m] = (const char *)a->data;
+            g.lda[m] = (int64_t)a->nb[1];
+            g.dst[m] = (float *)dsts[m]->data;
+            M = a->ne[1];
+        }
+        start[m + 1] = start[m] + M;
+    }
+    g.start1 = start[1];
+    g.start2 = start[2];
+    const int64_t nrows = start[MMV_GROUP_MAX];
+    if (nrows == 0) return;
+    k_mmv_f16_group<<<(unsigned)nrows, 128, 0, ctx.stream>>>(g, (const char *)x->data, K);
+    CUDA_CHECK_LAUNCH();
+}
+
+void ggml_cuda_mmv_f16_swiglu(ggml_cuda_context & ctx, const ggml_tensor * gate_w, const ggml_tensor * up_w,
+                              const ggml_tensor * x, float * dst) {
+    const int64_t K = x->ne[0], M = gate_w->ne[1];
+    GGML_ASSERT(ggml_cuda_mmv_f16_fusable(gate_w, K) && ggml_cuda_mmv_f16_fusable(up_w, K) && up_w->ne[1] == M);
+    GGML_ASSERT(x->type == GGML_TYPE_F32 && x->nb[0] == 4 && ggml_nrows(x) == 1 && (uintptr_t)x->data % 16 == 0);
+    if (M == 0) return;
+    k_mmv_f16_swiglu<<<(unsigned)M, 128, 0, ctx.stream>>>((const char *)gate_w->data, (int64_t)gate_w->nb[1],
+                                                          (const char *)up_w->data, (int64_t)up_w->nb[1],
+                                                          (const char *)x->data, dst, K);
+    CUDA_CHECK_LAUNCH();
+}

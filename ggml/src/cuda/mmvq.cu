@@ -4,6 +4,7 @@
 // covers 8 neighbouring blocks (272 contiguous bytes). The q8_1 activations are 36-byte blocks,
 // 4-byte aligned, read as ints. All N columns reuse each weight load.
 #include "mmvq.cuh"
+#include "q8repack.cuh"
 
 static __device__ __forceinline__ int load_int_b2(const uint16_t * p) { return (int)p[0] | ((int)p[1] << 16); }
 
@@ -208,21 +209,12 @@ static __global__ void __launch_bounds__(128)
 // A block of 4 warps takes 4 rows; lane l of a warp reads the row's 16-byte chunks l + 32*j. U chunks
 // (U x 16 B of weight quants + their scales) are loaded before the first dp4a, so each thread has U
 // independent 16-byte loads in flight; no shared memory, one shuffle reduction per row at the end.
+// q8r_row_dot: this lane's part of one row's dot (wrow: the row's quants as nch = K/16 chunks, drow: its
+// K/32 scales; xrow/dxrow: the activation row in the split layout); the caller sums over the warp.
 template <int U>
-static __global__ void __launch_bounds__(128)
-    k_mmvq_q8r_w(const int8_t * __restrict__ aq, const half * __restrict__ ad, const int8_t * __restrict__ xq,
-                 const float * __restrict__ xd, float * __restrict__ dst, int K, int64_t M, int64_t A2, int64_t B2,
-                 int64_t r2, int64_t r3, cuda_shape ds) {
-    const int lane = threadIdx.x % 32;
-    const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32, bz = blockIdx.y;
-    if (row >= M) return;
-    const int64_t i2 = bz % B2, i3 = bz / B2;
-    const int64_t ra = row + (i2 / r2) * M + (i3 / r3) * M * A2; // weight row (flat)
-    const int4 * wrow = (const int4 *)(aq + ra * K);
-    const half * drow = ad + ra * (K / 32);
-    const int4 * xrow = (const int4 *)(xq + bz * K); // activation row bz (N = 1)
-    const float * dxrow = xd + bz * (K / 32);
-    const int nch = K / 16;
+static __device__ __forceinline__ float q8r_row_dot(const int4 * __restrict__ wrow, const half * __restrict__ drow,
+                                                    const int4 * __restrict__ xrow, const float * __restrict__ dxrow,
+                                                    int nch, int lane) {
     float acc = 0.0f;
     for (int ch0 = lane; ch0 < nch; ch0 += 32 * U) {
         int4 w[U];
@@ -244,8 +236,168 @@ static __global__ void __launch_bounds__(128)
             if (ch < nch) acc += dw[u] * __ldg(dxrow + ch / 2) * (float)dot16(w[u], __ldg(xrow + ch));
         }
     }
-    acc = warp_sum(acc);
+    return acc;
+}
+
+template <int U>
+static __global__ void __launch_bounds__(128)
+    k_mmvq_q8r_w(const int8_t * __restrict__ aq, const half * __restrict__ ad, const int8_t * __restrict__ xq,
+                 const float * __restrict__ xd, float * __restrict__ dst, int K, int64_t M, int64_t A2, int64_t B2,
+                 int64_t r2, int64_t r3, cuda_shape ds) {
+    const int lane = threadIdx.x % 32;
+    const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32, bz = blockIdx.y;
+    if (row >= M) return;
+    const int64_t i2 = bz % B2, i3 = bz / B2;
+    const int64_t ra = row + (i2 / r2) * M + (i3 / r3) * M * A2; // weight row (flat)
+    const int4 * wrow = (const int4 *)(aq + ra * K);
+    const half * drow = ad + ra * (K / 32);
+    const int4 * xrow = (const int4 *)(xq + bz * K); // activation row bz (N = 1)
+    const float * dxrow = xd + bz * (K / 32);
+    const float acc = warp_sum(q8r_row_dot<U>(wrow, drow, xrow, dxrow, K / 16, lane));
     if (lane == 0) *(float *)((char *)dst + row * ds.nb[0] + i2 * ds.nb[2] + i3 * ds.nb[3]) = acc;
+}
+
+// ---- fused groups: up to 3 weights sharing one activation row, one launch --------------------------
+// Block b (4 warps, 4 rows as in v6) belongs to matrix m where blk[m] <= b < blk[m+1] (cumulative row-block
+// counts, blk[0] = 0); the per-row loop is v6's (q8r_row_dot).
+struct q8r_group_args {
+    const int8_t * q[MMV_GROUP_MAX]; // quants of weight m: row r at q[m] + r*K
+    const half * d[MMV_GROUP_MAX];   // its scales: row r at d[m] + r*K/32
+    float * dst[MMV_GROUP_MAX];      // [M[m]] f32
+    int64_t M[MMV_GROUP_MAX];
+    int64_t blk1, blk2; // first row block of matrix 1 and of matrix 2 (= the grid size when n = 2)
+};
+
+template <int U>
+static __global__ void __launch_bounds__(128)
+    k_mmvq_q8r_group(const q8r_group_args g, const int8_t * __restrict__ xq, const float * __restrict__ xd, int K) {
+    const int lane = threadIdx.x % 32;
+    const int64_t b = blockIdx.x;
+    const int m = b >= g.blk2 ? 2 : b >= g.blk1 ? 1 : 0;
+    const int64_t b0 = m == 2 ? g.blk2 : m == 1 ? g.blk1 : 0;
+    const int64_t M = m == 2 ? g.M[2] : m == 1 ? g.M[1] : g.M[0];
+    const int64_t row = (b - b0) * 4 + threadIdx.x / 32;
+    if (row >= M) return;
+    const int8_t * q = m == 2 ? g.q[2] : m == 1 ? g.q[1] : g.q[0];
+    const half * d = m == 2 ? g.d[2] : m == 1 ? g.d[1] : g.d[0];
+    float * dst = m == 2 ? g.dst[2] : m == 1 ? g.dst[1] : g.dst[0];
+    const float acc =
+        warp_sum(q8r_row_dot<U>((const int4 *)(q + row * K), d + row * (K / 32), (const int4 *)xq, xd, K / 16, lane));
+    if (lane == 0) dst[row] = acc;
+}
+
+// gate and up rows i in one warp: U chunks of each loaded before the dp4a (2U loads in flight), one
+// activation load serves both; writes silu(gate) * up. Same per-chunk arithmetic as q8r_row_dot.
+static __device__ __forceinline__ float silu_f(float x) { return x / (1.0f + expf(-x)); }
+
+template <int U>
+static __global__ void __launch_bounds__(128)
+    k_mmvq_q8r_swiglu(const int8_t * __restrict__ gq, const half * __restrict__ gd, const int8_t * __restrict__ uq,
+                      const half * __restrict__ ud, const int8_t * __restrict__ xq, const float * __restrict__ xd,
+                      float * __restrict__ dst, int K, int64_t M) {
+    const int lane = threadIdx.x % 32;
+    const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32;
+    if (row >= M) return;
+    const int4 * grow = (const int4 *)(gq + row * K);
+    const int4 * urow = (const int4 *)(uq + row * K);
+    const half * gdrow = gd + row * (K / 32);
+    const half * udrow = ud + row * (K / 32);
+    const int4 * xrow = (const int4 *)xq;
+    const int nch = K / 16;
+    float ag = 0.0f, au = 0.0f;
+    for (int ch0 = lane; ch0 < nch; ch0 += 32 * U) {
+        int4 wg[U], wu[U];
+        float dg[U], du[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int ch = ch0 + 32 * u;
+            if (ch < nch) {
+                wg[u] = __ldg(grow + ch);
+                wu[u] = __ldg(urow + ch);
+                dg[u] = __half2float(gdrow[ch / 2]);
+                du[u] = __half2float(udrow[ch / 2]);
+            } else {
+                wg[u] = wu[u] = make_int4(0, 0, 0, 0);
+                dg[u] = du[u] = 0.0f;
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int ch = ch0 + 32 * u;
+            if (ch < nch) {
+                const int4 x = __ldg(xrow + ch);
+                const float dx = __ldg(xd + ch / 2);
+                ag += dg[u] * dx * (float)dot16(wg[u], x);
+                au += du[u] * dx * (float)dot16(wu[u], x);
+            }
+        }
+    }
+    ag = warp_sum(ag);
+    au = warp_sum(au);
+    if (lane == 0) dst[row] = silu_f(ag) * au;
+}
+
+bool ggml_cuda_mmvq_q8r_v6(const ggml_cuda_context & ctx, int64_t K, int64_t N) {
+    // measured (bench-mmvq, H100) 9.8 vs 10.3 us for K = 4096 rows, but 28.3 vs 21.4 us for K = 11008
+    // (21 rounds of 32 lanes x 16 B per row), so by default only K <= 4096 takes it;
+    // GGML_CUDA_MMVQ = 2/4/8 forces v6 with that U for every K, = 5 forces v5.
+    return N == 1 && ctx.mmvq_u != 5 && (ctx.mmvq_forced || K <= 4096);
+}
+
+void ggml_cuda_mmvq_q8r_group(ggml_cuda_context & ctx, const ggml_tensor * const * dsts, int n, const void * bq) {
+    GGML_ASSERT(n >= 1 && n <= MMV_GROUP_MAX);
+    const int64_t K = dsts[0]->src[0]->ne[0];
+    GGML_ASSERT(K % 32 == 0 && ggml_cuda_mmvq_q8r_v6(ctx, K, 1));
+    q8r_group_args g = {};
+    int64_t blk[MMV_GROUP_MAX + 1] = {0, 0, 0, 0};
+    for (int m = 0; m < MMV_GROUP_MAX; ++m) {
+        if (m < n) {
+            const ggml_tensor * a = dsts[m]->src[0];
+            GGML_ASSERT(ggml_cuda_q8_repacked(a) && a->ne[0] == K && ggml_nrows(a) == a->ne[1]);
+            GGML_ASSERT(dsts[m]->type == GGML_TYPE_F32 && ggml_nelements(dsts[m]) == a->ne[1]);
+            g.q[m] = q8r_qs(a);
+            g.d[m] = q8r_d(a);
+            g.dst[m] = (float *)dsts[m]->data;
+            g.M[m] = a->ne[1];
+        }
+        blk[m + 1] = blk[m] + (m < n ? cuda_ceil_div(g.M[m], 4) : 0);
+    }
+    g.blk1 = blk[1];
+    g.blk2 = blk[2];
+    const int64_t nblk = blk[MMV_GROUP_MAX];
+    if (nblk == 0) return;
+    const int8_t * xq = (const int8_t *)bq;
+    const float * xd = (const float *)((const char *)bq + K); // one activation row
+#define MMVQ_G(u) k_mmvq_q8r_group<u><<<(unsigned)nblk, 128, 0, ctx.stream>>>(g, xq, xd, (int)K)
+    switch (ctx.mmvq_u) {
+        case 2: MMVQ_G(2); break;
+        case 8: MMVQ_G(8); break;
+        default: MMVQ_G(4); break;
+    }
+#undef MMVQ_G
+    CUDA_CHECK_LAUNCH();
+}
+
+void ggml_cuda_mmvq_q8r_swiglu(ggml_cuda_context & ctx, const ggml_tensor * gate_w, const ggml_tensor * up_w,
+                               const void * bq, float * dst) {
+    const int64_t K = gate_w->ne[0], M = gate_w->ne[1];
+    GGML_ASSERT(ggml_cuda_q8_repacked(gate_w) && ggml_cuda_q8_repacked(up_w) && K % 32 == 0);
+    GGML_ASSERT(up_w->ne[0] == K && up_w->ne[1] == M && ggml_nrows(gate_w) == M && ggml_nrows(up_w) == M);
+    if (M == 0) return;
+    const int8_t * xq = (const int8_t *)bq;
+    const float * xd = (const float *)((const char *)bq + K); // one activation row
+    const unsigned nblk = (unsigned)cuda_ceil_div(M, 4);
+    // U chunks of each matrix: 2U 16-byte loads in flight, as many as v6 with 2U
+#define MMVQ_S(u)                                                                                                      \
+    k_mmvq_q8r_swiglu<u><<<nblk, 128, 0, ctx.stream>>>(q8r_qs(gate_w), q8r_d(gate_w), q8r_qs(up_w), q8r_d(up_w), xq,   \
+                                                       xd, dst, (int)K, M)
+    switch (ctx.mmvq_u) {
+        case 2: MMVQ_S(1); break;
+        case 8: MMVQ_S(4); break;
+        default: MMVQ_S(2); break;
+    }
+#undef MMVQ_S
+    CUDA_CHECK_LAUNCH();
 }
 
 void ggml_cuda_mmvq_q8r(ggml_cuda_context & ctx, const ggml_tensor * a, const void * bq, const ggml_tensor * b,
@@ -264,11 +416,7 @@ void ggml_cuda_mmvq_q8r(ggml_cuda_context & ctx, const ggml_tensor * a, const vo
     const int R = N <= 2 && M >= 16 * ctx.n_sm ? 4 : N <= 4 && M >= 8 * ctx.n_sm ? 2 : 1;
     const dim3 grid((unsigned)cuda_ceil_div(M, R), (unsigned)(B2 * B3));
     float * dp = (float *)dst->data;
-    // v6 for N = 1: measured (bench-mmvq, H100) 9.8 vs 10.3 us for K = 4096 rows, but 28.3 vs 21.4 us for
-    // K = 11008 (21 rounds of 32 lanes x 16 B per row), so by default only K <= 4096 takes it;
-    // GGML_CUDA_MMVQ = 2/4/8 forces v6 with that U for every K, = 5 forces v5.
-    const bool v6 = N == 1 && ctx.mmvq_u != 5 && (ctx.mmvq_forced || K <= 4096);
-    if (v6) {
+    if (ggml_cuda_mmvq_q8r_v6(ctx, K, N)) { // v6 for N = 1 (see ggml_cuda_mmvq_q8r_v6)
         const dim3 gw((unsigned)cuda_ceil_div(M, 4), (unsigned)(B2 * B3));
 #define MMVQ_W(u) k_mmvq_q8r_w<u><<<gw, 128, 0, ctx.stream>>>(aq, ad, xq, xd, dp, (int)K, M, a->ne[2], B2, r2, r3, dsh)
         switch (ctx.mmvq_u) {

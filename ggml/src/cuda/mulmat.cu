@@ -140,3 +140,73 @@ GGML_CUDA_OP(mul_mat) {
     }
     mul_mat_cublas(ctx, a, b, dst);
 }
+
+void ggml_cuda_qcache_set(ggml_cuda_context & ctx, const ggml_tensor * b, void * q) {
+    ggml_cuda_qcache & c = ctx.qcache;
+    c.buf = q;
+    c.src = b->data;
+    c.bytes = ggml_nbytes(b);
+    for (int i = 0; i < 4; ++i) {
+        c.ne[i] = b->ne[i];
+        c.nb[i] = (int64_t)b->nb[i];
+    }
+}
+
+// ---- fused decode mat-vecs ----------------------------------------------------------------------
+static bool overlaps(const ggml_tensor * a, const ggml_tensor * b) {
+    const char * a0 = (const char *)a->data, * a1 = a0 + ggml_nbytes(a);
+    const char * b0 = (const char *)b->data, * b1 = b0 + ggml_nbytes(b);
+    return a0 < b1 && b0 < a1;
+}
+
+bool ggml_cuda_mul_mat_group_ok(const ggml_cuda_context & ctx, const ggml_tensor * const * mm, int n) {
+    if (n < 2 || n > MMV_GROUP_MAX) return false;
+    const ggml_tensor * x = mm[0]->src[1];
+    if (!x || x->type != GGML_TYPE_F32 || x->ne[1] != 1 || x->ne[2] != 1 || x->ne[3] != 1) return false;
+    const int64_t K = x->ne[0];
+    const bool q8 = mm[0]->src[0] && ggml_cuda_q8_repacked(mm[0]->src[0]);
+    if (q8 ? !(K % 32 == 0 && ggml_cuda_mmvq_q8r_v6(ctx, K, 1)) : !(x->nb[0] == 4 && (uintptr_t)x->data % 16 == 0))
+        return false;
+    for (int m = 0; m < n; ++m) {
+        const ggml_tensor * t = mm[m];
+        const ggml_tensor * a = t->src[0];
+        if (t->op != GGML_OP_MUL_MAT || t->src[1] != x || !a) return false;
+        if (t->type != GGML_TYPE_F32 || !ggml_is_contiguous(t) || t->ne[0] != a->ne[1] || ggml_nrows(t) != 1)
+            return false;
+        if (q8 ? !(ggml_cuda_q8_repacked(a) && a->ne[0] == K && a->ne[2] == 1 && a->ne[3] == 1)
+               : !ggml_cuda_mmv_f16_fusable(a, K))
+            return false;
+        if (overlaps(t, x)) return false; // f16 kernels read x while writing (q8: harmless, but never seen)
+    }
+    return true;
+}
+
+void ggml_cuda_mul_mat_group(ggml_cuda_context & ctx, ggml_tensor * const * mm, int n) {
+    GGML_ASSERT(ggml_cuda_mul_mat_group_ok(ctx, mm, n));
+    const ggml_tensor * x = mm[0]->src[1];
+    if (ggml_cuda_q8_repacked(mm[0]->src[0]))
+        ggml_cuda_mmvq_q8r_group(ctx, mm, n, quantized_b(ctx, x));
+    else
+        ggml_cuda_mmv_f16_group(ctx, mm, n);
+}
+
+bool ggml_cuda_mul_mat_swiglu_ok(const ggml_cuda_context & ctx, const ggml_tensor * gate, const ggml_tensor * up,
+                                 const ggml_tensor * glu) {
+    const ggml_tensor * mm[2] = {gate, up};
+    if (!ggml_cuda_mul_mat_group_ok(ctx, mm, 2)) return false;
+    if (glu->op != GGML_OP_SWIGLU || glu->src[0] != gate || glu->src[1] != up) return false;
+    if (glu->type != GGML_TYPE_F32 || !ggml_is_contiguous(glu) || !ggml_are_same_shape(glu, gate)) return false;
+    if (gate->src[0]->ne[1] != up->src[0]->ne[1]) return false;
+    // by the time the allocator places glu, x may be free (gate/up were its last readers): the f16 kernel reads
+    // x while it writes glu (the q8_0 path has quantized x before)
+    return !overlaps(glu, gate->src[1]) || ggml_cuda_q8_repacked(gate->src[0]);
+}
+
+void ggml_cuda_mul_mat_swiglu(ggml_cuda_context & ctx, ggml_tensor * gate, ggml_tensor * up, ggml_tensor * glu) {
+    GGML_ASSERT(ggml_cuda_mul_mat_swiglu_ok(ctx, gate, up, glu));
+    const ggml_tensor * x = gate->src[1];
+    if (ggml_cuda_q8_repacked(gate->src[0]))
+        ggml_cuda_mmvq_q8r_swiglu(ctx, gate->src[0], up->src[0], quantized_b(ctx, x), (float *)glu->data);
+    else
+        ggml_cuda_mmv_f16_swiglu(ctx, gate->src[0], up->src[0], x, (float *)glu->data);
+}

@@ -12,3 +12,20 @@ GGML_CUDA_OP(mul_mat);
 
 // The q8 activation cache (ctx.qcache) must forget b once a node writes over it: call after each node.
 void ggml_cuda_qcache_written(ggml_cuda_context & ctx, const ggml_tensor * t);
+// Fill the cache with q (ggml_cuda_q8s_size(nrows(b), ne0(b)) bytes of pool memory holding b quantized by a
+// fused kernel, bit-identical to ggml_cuda_quantize_q8s): the next q8_0 mat-vecs reading b skip quantizing.
+void ggml_cuda_qcache_set(ggml_cuda_context & ctx, const ggml_tensor * b, void * q);
+
+// ---- fused decode mat-vecs (plan_fusions / run_fused in ggml-cuda.cu) ----------------------------
+// mm[0..n-1], n 2..MMV_GROUP_MAX: MUL_MAT nodes with the same src1 (pointer-equal: one f32 column [K]),
+// 2-D weights that are all repacked q8_0 or all f16 with 16-byte aligned dense rows, the same K, f32
+// contiguous dsts; and K is one where the separate launches would use the kernel whose row loop the fused
+// kernel shares (q8_0: v6, mmvq.cuh; f16: v2, K >= 1024). _ok: whether one launch may compute them all.
+bool ggml_cuda_mul_mat_group_ok(const ggml_cuda_context & ctx, const ggml_tensor * const * mm, int n);
+void ggml_cuda_mul_mat_group(ggml_cuda_context & ctx, ggml_tensor * const * mm, int n);
+// glu = SWIGLU(gate, up) (silu(gate) * up), gate/up MUL_MAT nodes that pass _group_ok as a pair with the
+// same M, glu f32 contiguous: one launch writes glu; gate's and up's dsts are NOT written (the caller makes
+// sure nothing else reads them). glu may lie over gate's or up's memory.
+bool ggml_cuda_mul_mat_swiglu_ok(const ggml_cuda_context & ctx, const ggml_tensor * gate, const ggml_tensor * up,
+                                 const ggml_tensor * glu);
+void ggml_cuda_mul_mat_swiglu(ggml_cuda_context & ctx, ggml_tensor * gate, ggml_tensor * up, ggml_tensor * glu);

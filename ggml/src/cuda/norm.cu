@@ -1,10 +1,13 @@
 // norm.cu - see norm.cuh. One block per row; warp shuffles then a shared-memory pass.
 #include "norm.cuh"
+#include "quantize.cuh"
 
 // y = x / sqrt(mean(x^2) + eps) [* w] ; w (f32) repeats over x like ggml_mul's b
-template <typename T, bool HAS_W>
+// Q8 (T = float, ne0 % 32 == 0, blockDim % 32 == 0): y also quantized to the split q8 layout (quantize.cuh):
+// qs [nrows * ne0] int8, qd [nrows * ne0/32] f32, row = blockIdx.x; a warp's 32 consecutive values are one block.
+template <typename T, bool HAS_W, bool Q8 = false>
 static __global__ void k_rms_norm(const char * x, const char * w, char * y, cuda_shape xs, cuda_shape ws, cuda_shape ys,
-                                  float eps) {
+                                  float eps, int8_t * qs = nullptr, float * qd = nullptr) {
     __shared__ float s_tmp[32];
     int64_t r = blockIdx.x;
     const int64_t i1 = r % xs.ne[1];
@@ -27,6 +30,12 @@ static __global__ void k_rms_norm(const char * x, const char * w, char * y, cuda
         float v = to_f32<T>(*(const T *)(xr + i * xs.nb[0])) * scale;
         if (HAS_W) v *= *(const float *)(wr + (i % ws.ne[0]) * ws.nb[0]);
         *(T *)(yr + i * ys.nb[0]) = from_f32<T>(v);
+        if (Q8) { // the whole warp is in this iteration (n % 32 == 0): lanes hold values i - lane .. i - lane + 31
+            const float amax = warp_max(fabsf(v));
+            const float sc = q8s_scale(amax);
+            qs[(int64_t)blockIdx.x * n + i] = q8s_quant(v, amax, sc);
+            if (i % 32 == 0) qd[(int64_t)blockIdx.x * (n / 32) + i / 32] = sc;
+        }
     }
 }
 
@@ -62,6 +71,26 @@ void ggml_cuda_op_rms_norm_mul(ggml_cuda_context & ctx, ggml_tensor * norm, ggml
     rms_norm(ctx, norm->src[0], mul->src[1], mul, ggml_get_op_params_f32(norm, 0));
 }
 
+void * ggml_cuda_op_rms_norm_mul_q8(ggml_cuda_context & ctx, ggml_tensor * norm, ggml_tensor * mul) {
+    const ggml_tensor * x = norm->src[0], * w = mul->src[1];
+    const int64_t n = x->ne[0], rows = ggml_nrows(x);
+    if (!(x->type == GGML_TYPE_F32 && mul->type == GGML_TYPE_F32 && ggml_is_contiguous(mul) && n % 32 == 0 &&
+          rows > 0 && rows <= INT32_MAX)) {
+        ggml_cuda_op_rms_norm_mul(ctx, norm, mul);
+        return nullptr;
+    }
+    GGML_ASSERT(mul->src[0] == norm && w->type == GGML_TYPE_F32);
+    void * q = ctx.pool.alloc(ggml_cuda_q8s_size(rows, n));
+    int8_t * qs = (int8_t *)q;
+    float * qd = (float *)((char *)q + rows * n);
+    const int bs = n >= 1024 ? 1024 : n >= 256 ? 256 : 32; // as rms_norm(): multiples of 32
+    k_rms_norm<float, true, true><<<(unsigned)rows, bs, 0, ctx.stream>>>(
+        (const char *)x->data, (const char *)w->data, (char *)mul->data, cuda_shape_of(x), cuda_shape_of(w),
+        cuda_shape_of(mul), ggml_get_op_params_f32(norm, 0), qs, qd);
+    CUDA_CHECK_LAUNCH();
+    return q;
+}
+
 // s = x + y (written: the residual stream has other users); out = s / rms(s) * w. f32, contiguous
 // rows of n; w one row of n. One block per row.
 static __global__ void k_add_rms_norm_mul(const float * x, const float * y, float * s, const float * w, float * out,
@@ -81,9 +110,12 @@ static __global__ void k_add_rms_norm_mul(const float * x, const float * y, floa
 }
 
 // the same with float4 loads held in registers (n % 4 == 0, n/4 <= 4 * blockDim): every load of the
-// row is issued before the one reduction
+// row is issued before the one reduction. Q8 (n % 32 == 0): out also quantized to the split q8 layout
+// (quantize.cuh): qs [rows * n] int8, qd [rows * n/32] f32; blockDim % 32 == 0, so float4 i of lane l has
+// i % 32 == l and the 8 lanes 8j..8j+7 hold one 32-value block (i / 8).
+template <bool Q8>
 static __global__ void k_add_rms_norm_mul4(const float4 * x, const float4 * y, float4 * s, const float4 * w,
-                                           float4 * out, int n4, float eps) {
+                                           float4 * out, int n4, float eps, char4 * qs, float * qd) {
     __shared__ float s_tmp[32];
     const int64_t off = (int64_t)blockIdx.x * n4;
     float4 v[4];
@@ -102,11 +134,24 @@ static __global__ void k_add_rms_norm_mul4(const float4 * x, const float4 * y, f
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
         const int i = threadIdx.x + k * blockDim.x;
+        float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         if (i < n4) {
             const float4 g = w[i];
             s[off + i] = v[k];
-            out[off + i] = make_float4(v[k].x * scale * g.x, v[k].y * scale * g.y, v[k].z * scale * g.z,
-                                       v[k].w * scale * g.w);
+            o = make_float4(v[k].x * scale * g.x, v[k].y * scale * g.y, v[k].z * scale * g.z, v[k].w * scale * g.w);
+            out[off + i] = o;
+        }
+        if (Q8) { // every thread of the block runs this (past the row: o = 0, n4 % 8 == 0 keeps groups whole)
+            float amax = fmaxf(fmaxf(fabsf(o.x), fabsf(o.y)), fmaxf(fabsf(o.z), fabsf(o.w)));
+            amax = fmaxf(amax, __shfl_xor_sync(0xffffffff, amax, 1));
+            amax = fmaxf(amax, __shfl_xor_sync(0xffffffff, amax, 2));
+            amax = fmaxf(amax, __shfl_xor_sync(0xffffffff, amax, 4));
+            if (i < n4) {
+                const float sc = q8s_scale(amax);
+                qs[off + i] = make_char4(q8s_quant(o.x, amax, sc), q8s_quant(o.y, amax, sc), q8s_quant(o.z, amax, sc),
+                                         q8s_quant(o.w, amax, sc));
+                if (i % 8 == 0) qd[off / 8 + i / 8] = sc; // row * n/32 + block
+            }
         }
     }
 }
@@ -119,10 +164,13 @@ bool ggml_cuda_add_rms_norm_mul_ok(const ggml_tensor * add, const ggml_tensor * 
            w->ne[0] == add->ne[0] && ggml_nrows(w) == 1 && add->ne[0] <= INT32_MAX;
 }
 
-void ggml_cuda_op_add_rms_norm_mul(ggml_cuda_context & ctx, ggml_tensor * add, ggml_tensor * norm, ggml_tensor * mul) {
+// q8: also write the q8s copy of mul's result (pool memory, returned) when the vector kernel runs and
+// ne0 % 32 == 0; nullptr otherwise
+static void * add_rms_norm_mul(ggml_cuda_context & ctx, ggml_tensor * add, ggml_tensor * norm, ggml_tensor * mul,
+                               bool q8) {
     GGML_ASSERT(ggml_cuda_add_rms_norm_mul_ok(add, norm, mul) && norm->src[0] == add && mul->src[0] == norm);
     const int64_t rows = ggml_nrows(add);
-    if (rows == 0) return;
+    if (rows == 0) return nullptr;
     const int n = (int)add->ne[0];
     const float eps = ggml_get_op_params_f32(norm, 0);
     const ggml_tensor * x = add->src[0], * y = add->src[1], * w = mul->src[1];
@@ -133,15 +181,33 @@ void ggml_cuda_op_add_rms_norm_mul(ggml_cuda_context & ctx, ggml_tensor * add, g
         const int n4 = n / 4;
         int bs = (int)cuda_ceil_div(n4, 4);
         bs = bs < 128 ? 128 : (int)cuda_ceil_div(bs, 32) * 32;
-        k_add_rms_norm_mul4<<<rows, bs, 0, ctx.stream>>>((const float4 *)x->data, (const float4 *)y->data,
-                                                         (float4 *)add->data, (const float4 *)w->data,
-                                                         (float4 *)mul->data, n4, eps);
+        void * q = nullptr;
+        if (q8 && n % 32 == 0) {
+            q = ctx.pool.alloc(ggml_cuda_q8s_size(rows, n));
+            k_add_rms_norm_mul4<true><<<rows, bs, 0, ctx.stream>>>(
+                (const float4 *)x->data, (const float4 *)y->data, (float4 *)add->data, (const float4 *)w->data,
+                (float4 *)mul->data, n4, eps, (char4 *)q, (float *)((char *)q + rows * n));
+        } else {
+            k_add_rms_norm_mul4<false><<<rows, bs, 0, ctx.stream>>>(
+                (const float4 *)x->data, (const float4 *)y->data, (float4 *)add->data, (const float4 *)w->data,
+                (float4 *)mul->data, n4, eps, nullptr, nullptr);
+        }
         CUDA_CHECK_LAUNCH();
-        return;
+        return q;
     }
     const int bs = n >= 2048 ? 512 : n >= 256 ? 256 : 32;
     k_add_rms_norm_mul<<<rows, bs, 0, ctx.stream>>>((const float *)add->src[0]->data, (const float *)add->src[1]->data,
                                                     (float *)add->data, (const float *)mul->src[1]->data,
                                                     (float *)mul->data, n, ggml_get_op_params_f32(norm, 0));
     CUDA_CHECK_LAUNCH();
+    return nullptr;
+}
+
+void ggml_cuda_op_add_rms_norm_mul(ggml_cuda_context & ctx, ggml_tensor * add, ggml_tensor * norm, ggml_tensor * mul) {
+    add_rms_norm_mul(ctx, add, norm, mul, false);
+}
+
+void * ggml_cuda_op_add_rms_norm_mul_q8(ggml_cuda_context & ctx, ggml_tensor * add, ggml_tensor * norm,
+                                        ggml_tensor * mul) {
+    return add_rms_norm_mul(ctx, add, norm, mul, true);
 }

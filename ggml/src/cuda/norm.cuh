@@ -9,3 +9,10 @@ void ggml_cuda_op_rms_norm_mul(ggml_cuda_context & ctx, ggml_tensor * norm, ggml
 // ADD -> RMS_NORM -> MUL(weight) in one kernel (the residual add before a norm); _ok: shapes/types allow it
 bool ggml_cuda_add_rms_norm_mul_ok(const ggml_tensor * add, const ggml_tensor * norm, const ggml_tensor * mul);
 void ggml_cuda_op_add_rms_norm_mul(ggml_cuda_context & ctx, ggml_tensor * add, ggml_tensor * norm, ggml_tensor * mul);
+// The same two fusions, also writing mul's result quantized in the split q8 layout (quantize.cuh) into pool
+// memory, bit-identical to ggml_cuda_quantize_q8s of it; returns that memory (ggml_cuda_q8s_size(nrows, ne0)
+// bytes), or nullptr where the layout does not allow it (ne0 % 32 != 0, non-contiguous, unaligned), in which
+// case only the f32 result is written.
+void * ggml_cuda_op_rms_norm_mul_q8(ggml_cuda_context & ctx, ggml_tensor * norm, ggml_tensor * mul);
+void * ggml_cuda_op_add_rms_norm_mul_q8(ggml_cuda_context & ctx, ggml_tensor * add, ggml_tensor * norm,
+                                        ggml_tensor * mul);

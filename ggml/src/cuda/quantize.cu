@@ -45,8 +45,8 @@ static __global__ void k_quantize_q8s(const char * x, int8_t * qs, float * d, cu
     const int64_t i3 = r / xs.ne[2];
     const float v = *(const float *)(x + i0 * xs.nb[0] + i1 * xs.nb[1] + i2 * xs.nb[2] + i3 * xs.nb[3]);
     const float amax = warp_max(fabsf(v));
-    const float s = amax / 127.0f;
-    qs[b * 32 + l] = (int8_t)(amax == 0.0f ? 0 : (int)roundf(v / s));
+    const float s = q8s_scale(amax);
+    qs[b * 32 + l] = q8s_quant(v, amax, s);
     if (l == 0) d[b] = s;
 }
 
