@@ -605,9 +605,12 @@ layer_result run_layer(ggml_backend_t backend, const layer_fn & build, uint64_t 
         ggml_set_output(t);
         ggml_build_forward_expand(gf, t);
     }
-    ggml_backend_buffer_t bw = ggml_backend_alloc_ctx_tensors(cw, backend);
-    REQUIRE(bw != nullptr);
-    ggml_backend_buffer_set_usage(bw, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    ggml_backend_buffer_t bw = nullptr; // (no weights: nothing to allocate)
+    if (ggml_get_first_tensor(cw)) {
+        bw = ggml_backend_alloc_ctx_tensors(cw, backend);
+        REQUIRE(bw != nullptr);
+        ggml_backend_buffer_set_usage(bw, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    }
     ggml_backend_buffer_t bg = nullptr;
     ggml_gallocr_t ga = nullptr;
     if (galloc) {
@@ -653,7 +656,7 @@ layer_result run_layer(ggml_backend_t backend, const layer_fn & build, uint64_t 
     }
     if (ga) ggml_gallocr_free(ga);
     if (bg) ggml_backend_buffer_free(bg);
-    ggml_backend_buffer_free(bw);
+    if (bw) ggml_backend_buffer_free(bw);
     ggml_free(cg);
     ggml_free(cw);
     return r;

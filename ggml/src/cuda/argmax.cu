@@ -44,6 +44,8 @@ GGML_CUDA_OP(argmax) {
     GGML_ASSERT(x->type == GGML_TYPE_F32 && dst->type == GGML_TYPE_I32 && ggml_is_contiguous(dst));
     const int64_t rows = x->ne[1];
     if (rows == 0) return;
-    k_argmax<<<rows, 256, 0, ctx.stream>>>((const char *)x->data, (int32_t *)dst->data, cuda_shape_of(x));
+    // one block per row: a vocabulary-sized row (32k-128k logits) needs the full 1024 threads in flight
+    const int bs = x->ne[0] >= 8192 ? 1024 : x->ne[0] >= 1024 ? 256 : 32;
+    k_argmax<<<rows, bs, 0, ctx.stream>>>((const char *)x->data, (int32_t *)dst->data, cuda_shape_of(x));
     CUDA_CHECK_LAUNCH();
 }

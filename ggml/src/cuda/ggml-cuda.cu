@@ -203,12 +203,15 @@ struct cuda_graph_entry {
     uint64_t last_use = 0;
     int n_fail = 0; // consecutive failed updates; >= 4: run this topology eagerly
     int n_recap = 0; // consecutive re-captures without a plain replay; >= 4: eager as well (capture + update
-                     // on the host are serial with the GPU, eager launches overlap it: decode moves KV views)
+                     // on the host are serial with the GPU, eager launches overlap it)
+    uint64_t id = 0;
 };
 struct ggml_cuda_graph_cache {
     std::vector<cuda_graph_entry> entries;
     uint64_t tick = 0;
     int n_replay = 0, n_update = 0, n_instantiate = 0; // stats (for tests and tuning)
+    uint64_t next_id = 0, last_id = 0; // last_id: the entry the last call launched (0: none)
+    std::vector<uintptr_t> last_vals;  // and that call's graph_vals
     void clear_execs() {
         for (auto & e : entries)
             if (e.exec) {
@@ -618,25 +621,45 @@ static void graph_key(ggml_cgraph * gf, const std::vector<uint8_t> & fused, std:
     }
 }
 
-// only computed for topologies that may still be captured (not once one runs eagerly)
+// vals: everything a captured graph bakes in (ops, types, flags, data pointers, shapes, strides, op params of
+// every node and its sources), one fixed-size record per node. Equal vals = the same kernels with the same
+// arguments, so the last executable can be launched without planning or capturing again.
 static void graph_vals(ggml_cgraph * gf, std::vector<uintptr_t> & vals) {
-    vals.clear();
-    vals.reserve((size_t)gf->n_nodes * 64);
-    auto add_vals = [&](const ggml_tensor * t) {
-        vals.push_back((uintptr_t)t->data);
+    constexpr size_t per_tensor = 10, per_node = per_tensor * (1 + GGML_MAX_SRC) + GGML_MAX_OP_PARAMS / 4;
+    vals.resize(1 + per_node * (size_t)gf->n_nodes);
+    uintptr_t * v = vals.data();
+    *v++ = (uintptr_t)gf->n_nodes;
+    auto put = [&](const ggml_tensor * t) {
+        if (!t) {
+            for (size_t k = 0; k < per_tensor; ++k)
+                *v++ = 0;
+            return;
+        }
+        *v++ = (uintptr_t)t->op | (uintptr_t)t->type << 8 | (uintptr_t)t->flags << 16 | (uintptr_t)1 << 30;
+        *v++ = (uintptr_t)t->data;
         for (int d = 0; d < 4; ++d) {
-            vals.push_back((uintptr_t)t->ne[d]);
-            vals.push_back((uintptr_t)t->nb[d]);
+            *v++ = (uintptr_t)t->ne[d];
+            *v++ = (uintptr_t)t->nb[d];
         }
     };
     for (int i = 0; i < gf->n_nodes; ++i) {
         const ggml_tensor * t = gf->nodes[i];
-        add_vals(t);
+        put(t);
         for (int k = 0; k < GGML_MAX_OP_PARAMS / 4; ++k)
-            vals.push_back((uint32_t)t->op_params[k]);
+            *v++ = (uint32_t)t->op_params[k];
         for (int k = 0; k < GGML_MAX_SRC; ++k)
-            if (t->src[k]) add_vals(t->src[k]);
+            put(t->src[k]);
     }
+}
+
+// Prompt-sized graphs (a mat-mul over more than MUL_MAT_VEC_MAX_N columns) run eagerly: their kernels are
+// long, launch gaps do not matter, and capturing + instantiating one costs more than it could save.
+static bool graph_is_capturable(const ggml_cgraph * gf) {
+    for (int i = 0; i < gf->n_nodes; ++i) {
+        const ggml_tensor * t = gf->nodes[i];
+        if (t->op == GGML_OP_MUL_MAT && t->src[1]->ne[1] > MUL_MAT_VEC_MAX_N) return false;
+    }
+    return true;
 }
 
 static ggml_status cuda_graph_compute(ggml_backend_t backend, ggml_cgraph * gf) {
@@ -645,16 +668,42 @@ static ggml_status cuda_graph_compute(ggml_backend_t backend, ggml_cgraph * gf) 
     const int64_t t_start = ggml_time_us();
     ggml_cuda_profile * hp = ctx.prof && ctx.prof->mode == 2 ? ctx.prof : nullptr;
     if (hp && hp->last_end) hp->outside += t_start - hp->last_end;
+    int64_t t_sig = 0, t_run = 0, t_upd = 0;
+    static thread_local std::vector<uintptr_t> vals;
+    const bool capturable = ctx.use_graphs && !(ctx.prof && !hp) && graph_is_capturable(gf);
+    if (capturable) { // the same graph as the last call (decode steps): launch its executable as is
+        ggml_cuda_graph_cache & gc = *ctx.graphs;
+        graph_vals(gf, vals);
+        cuda_graph_entry * last = nullptr;
+        for (auto & x : gc.entries)
+            if (x.id == gc.last_id && x.exec) last = &x;
+        if (last && last->n_fail < 4 && vals == gc.last_vals) {
+            last->last_use = ++gc.tick;
+            ++gc.n_replay;
+            last->n_recap = 0;
+            t_sig = t_run = t_upd = ggml_time_us();
+            CUDA_CHECK(cudaGraphLaunch(last->exec, ctx.stream));
+            if (hp) {
+                const int64_t t_end = ggml_time_us();
+                hp->sig += t_sig - t_start;
+                hp->launch += t_end - t_upd;
+                hp->last_end = t_end;
+                if (++hp->n_calls == 128) profile_report(ctx);
+            }
+            return GGML_STATUS_SUCCESS;
+        }
+    }
     std::vector<uint8_t> fused;
     plan_fusions(ctx, gf, fused);
     if (ctx.prof && !hp) return profile_graph(ctx, gf, fused);
-    int64_t t_sig = 0, t_run = 0, t_upd = 0;
 
-    if (!ctx.use_graphs) {
+    if (!capturable) {
+        if (ctx.use_graphs) ctx.graphs->last_id = 0;
         run_graph(ctx, gf, fused);
-        if (!ctx.pool.extra.empty()) {
+        if (!ctx.pool.extra.empty()) { // scratch grew: fold it (captured graphs hold the old addresses)
             CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
             ctx.pool.settle();
+            if (ctx.use_graphs) ctx.graphs->clear_execs();
         }
         if (hp) {
             const int64_t t_end = ggml_time_us();
@@ -667,12 +716,11 @@ static ggml_status cuda_graph_compute(ggml_backend_t backend, ggml_cgraph * gf) 
 
     ggml_cuda_graph_cache & gc = *ctx.graphs;
     static thread_local std::vector<int64_t> key;
-    static thread_local std::vector<uintptr_t> vals;
     graph_key(gf, fused, key);
     cuda_graph_entry * e = nullptr;
     for (auto & x : gc.entries)
         if (x.key == key) e = &x;
-    if (e && e->n_fail < 4) graph_vals(gf, vals);
+    gc.last_id = 0;
     t_sig = ggml_time_us();
     ++gc.tick;
 
@@ -687,6 +735,7 @@ static ggml_status cuda_graph_compute(ggml_backend_t backend, ggml_cgraph * gf) 
         }
         cuda_graph_entry ne;
         ne.key = key;
+        ne.id = ++gc.next_id;
         ne.last_use = gc.tick;
         gc.entries.push_back(std::move(ne));
     } else if (e->n_fail >= 4) {
@@ -725,6 +774,8 @@ static ggml_status cuda_graph_compute(ggml_backend_t backend, ggml_cgraph * gf) 
             e->n_recap = 0;
         }
         CUDA_CHECK(cudaGraphLaunch(e->exec, ctx.stream));
+        gc.last_id = e->id;
+        gc.last_vals = vals;
     }
     if (hp) {
         const int64_t t_end = ggml_time_us();

@@ -118,12 +118,13 @@ static __global__ void k_add_rms_norm_mul4(const float4 * x, const float4 * y, f
                                            float4 * out, int n4, float eps, char4 * qs, float * qd) {
     __shared__ float s_tmp[32];
     const int64_t off = (int64_t)blockIdx.x * n4;
-    float4 v[4];
+    float4 v[4], g[4];
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
         const int i = threadIdx.x + k * blockDim.x;
         if (i < n4) {
+            g[k] = w[i]; // issued with the x/y loads, before the reduction waits
             const float4 a = x[off + i], b = y[off + i];
             v[k] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
             sum += v[k].x * v[k].x + v[k].y * v[k].y + v[k].z * v[k].z + v[k].w * v[k].w;
@@ -136,9 +137,9 @@ static __global__ void k_add_rms_norm_mul4(const float4 * x, const float4 * y, f
         const int i = threadIdx.x + k * blockDim.x;
         float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         if (i < n4) {
-            const float4 g = w[i];
             s[off + i] = v[k];
-            o = make_float4(v[k].x * scale * g.x, v[k].y * scale * g.y, v[k].z * scale * g.z, v[k].w * scale * g.w);
+            o = make_float4(v[k].x * scale * g[k].x, v[k].y * scale * g[k].y, v[k].z * scale * g[k].z,
+                            v[k].w * scale * g[k].w);
             out[off + i] = o;
         }
         if (Q8) { // every thread of the block runs this (past the row: o = 0, n4 % 8 == 0 keeps groups whole)
