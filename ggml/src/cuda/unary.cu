@@ -1,6 +1,8 @@
 // unary.cu - see unary.cuh. Grid: x over ne0 (so a single long row fills the GPU), y over rows.
 #include "unary.cuh"
 
+#include <algorithm>
+
 enum unary_kind { UNARY_SCALE, UNARY_SILU, UNARY_SWIGLU };
 
 static __device__ __forceinline__ float silu(float x) { return x / (1.0f + expf(-x)); }
@@ -32,12 +34,41 @@ static __global__ void k_unary(const char * a, const char * b, char * d, cuda_sh
     }
 }
 
+// contiguous f32 (prompt-sized SWIGLU): float4 over the flat index
+template <int KIND>
+static __global__ void k_unary4(const float4 * a, const float4 * b, float4 * d, int64_t n4, float s) {
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += (int64_t)gridDim.x * blockDim.x) {
+        const float4 x = a[i];
+        float4 y;
+        if (KIND == UNARY_SCALE) {
+            y = make_float4(x.x * s, x.y * s, x.z * s, x.w * s);
+        } else if (KIND == UNARY_SILU) {
+            y = make_float4(silu(x.x), silu(x.y), silu(x.z), silu(x.w));
+        } else {
+            const float4 u = b[i];
+            y = make_float4(silu(x.x) * u.x, silu(x.y) * u.y, silu(x.z) * u.z, silu(x.w) * u.w);
+        }
+        d[i] = y;
+    }
+}
+
 template <int KIND> static void unary(ggml_cuda_context & ctx, ggml_tensor * dst, float s) {
     const ggml_tensor * a = dst->src[0];
     const ggml_tensor * b = KIND == UNARY_SWIGLU ? dst->src[1] : a;
     GGML_ASSERT(a->type == dst->type && b->type == dst->type);
     const int64_t rows = ggml_nrows(dst);
     if (rows == 0 || dst->ne[0] == 0) return;
+    bool flat4 = dst->type == GGML_TYPE_F32 && ggml_nelements(dst) % 4 == 0;
+    for (const ggml_tensor * t : {a, b, (const ggml_tensor *)dst})
+        flat4 = flat4 && ggml_is_contiguous(t) && (uintptr_t)t->data % 16 == 0;
+    if (flat4) {
+        const int64_t n4 = ggml_nelements(dst) / 4;
+        const int64_t blocks = std::min<int64_t>(cuda_ceil_div(n4, 256), 65535);
+        k_unary4<KIND><<<(unsigned)blocks, 256, 0, ctx.stream>>>((const float4 *)a->data, (const float4 *)b->data,
+                                                              (float4 *)dst->data, n4, s);
+        CUDA_CHECK_LAUNCH();
+        return;
+    }
     const int bsz = dst->ne[0] >= 256 ? 256 : dst->ne[0] >= 128 ? 128 : 32;
     const char * ap = (const char *)a->data;
     const char * bp = (const char *)b->data;
