@@ -78,6 +78,7 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_past, bool all
         q = ggml_rope_ext(ctx, ggml_reshape_3d(ctx, q, hd, n_head, n_tokens), g.inp_pos, L.rope_freqs, hp.n_rot,
                           GGML_ROPE_TYPE_NORMAL, hp.rope_freq_base, hp.rope_freq_scale);  // [hd, n_head, n_tokens]
         ggml_format_name(q, "Qrope-%d", il);
+        ggml_build_forward_expand(gf, q);  // q's rope next to k's rope and the KV stores (one launch on CUDA)
         k = ggml_rope_ext(ctx, ggml_reshape_3d(ctx, k, hd, n_head_kv, n_tokens), g.inp_pos, L.rope_freqs,
                           hp.n_rot, GGML_ROPE_TYPE_NORMAL, hp.rope_freq_base,
                           hp.rope_freq_scale);  // [hd, n_head_kv, n_tokens]

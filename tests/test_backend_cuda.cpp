@@ -959,4 +959,46 @@ TEST_CASE("rope fused with the KV-cache SET_ROWS (the rotated rows land in their
         }
     }
 }
+TEST_CASE("q rope, k rope into the K cache and v into the V cache in one launch (transposed V cache or not)") {
+    backends be;
+    auto rope_stores = [&] {
+        int n = 0;
+        ggml_backend_cuda_get_fusion_stats(be.cuda, nullptr, nullptr, nullptr, nullptr, &n);
+        return n;
+    };
+    for (bool v_trans : {true, false}) {
+        for (ggml_type ct : {GGML_TYPE_F16, GGML_TYPE_F32}) {
+            for (int64_t T : {1, 3}) {
+                const int64_t hd = 64, hq = 8, hk = 2, n_ctx = 2 * T + 5;
+                const std::string name = std::string("rope q+k, stores ") + ggml_type_name(ct) +
+                                         (v_trans ? " v_trans" : "") + " T" + std::to_string(T);
+                const int before = rope_stores();
+                compare_layer(
+                    be, name,
+                    [=](ggml_context *, ggml_context * cg, ggml_cgraph * gf) {
+                        ggml_tensor * q = leaf(cg, GGML_TYPE_F32, hd * hq, T, 1, "qcur");
+                        ggml_tensor * k = leaf(cg, GGML_TYPE_F32, hd * hk, T, 1, "kcur");
+                        ggml_tensor * v = leaf(cg, GGML_TYPE_F32, hd * hk, T, 1, "vcur");
+                        ggml_tensor * cells = leaf(cg, GGML_TYPE_I32, T, 1, 1, "rowids"); // distinct, < 2T
+                        ggml_tensor * kc = leaf(cg, ct, hd * hk, n_ctx, 1, "kcache");
+                        ggml_tensor * vc = v_trans ? leaf(cg, ct, n_ctx, hd * hk, 1, "vcache")
+                                                   : leaf(cg, ct, hd * hk, n_ctx, 1, "vcache");
+                        // the order llm/graph.cpp builds: rope(q), then k's rope + store, then v's store
+                        ggml_tensor * rq = ggml_rope_ext(cg, ggml_reshape_3d(cg, q, hd, hq, T), cells, nullptr, (int)hd,
+                                                         GGML_ROPE_TYPE_NORMAL, 10000.0f, 1.0f);
+                        ggml_build_forward_expand(gf, rq);
+                        ggml_tensor * rk = ggml_rope_ext(cg, ggml_reshape_3d(cg, k, hd, hk, T), cells, nullptr, (int)hd,
+                                                         GGML_ROPE_TYPE_NORMAL, 10000.0f, 1.0f);
+                        ggml_tensor * sk = ggml_set_rows(cg, kc, ggml_reshape_2d(cg, rk, hd * hk, T), cells);
+                        ggml_build_forward_expand(gf, sk);
+                        ggml_tensor * sv = ggml_set_rows(cg, v_trans ? ggml_transpose(cg, vc) : vc, v, cells);
+                        ggml_build_forward_expand(gf, sv);
+                        return std::vector<ggml_tensor *>{rq, sk, sv};
+                    },
+                    ct == GGML_TYPE_F16 ? 1e-6 : 1e-10);
+                CHECK(rope_stores() > before);
+            }
+        }
+    }
+}
 #endif

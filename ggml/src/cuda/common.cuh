@@ -102,7 +102,8 @@ struct ggml_cuda_context {
     int mmvq_u = 4;       // GGML_CUDA_MMVQ=5: v5 kernel for N = 1; =2/4/8: v6 with that many loads in flight
     // fused groups run (plan_fusions in ggml-cuda.cu), counted when launched eagerly or captured, not per replay:
     // mat-vecs sharing one activation, gate/up mat-vecs + SWIGLU, norms that also wrote the q8s activation
-    int n_fused_mmv_group = 0, n_fused_swiglu = 0, n_fused_norm_q8 = 0, n_fused_rope_store = 0;
+    int n_fused_mmv_group = 0, n_fused_swiglu = 0, n_fused_norm_q8 = 0, n_fused_rope_store = 0,
+        n_fused_rope_qkv = 0;
     ggml_cuda_graph_cache * graphs = nullptr;
     ggml_cuda_profile * prof = nullptr; // GGML_CUDA_PROFILE=1: per-op GPU times, printed at free
 };

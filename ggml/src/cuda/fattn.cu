@@ -149,12 +149,13 @@ static __global__ void k_fattn_combine(fa_params p) {
 }
 
 // ---- decode path: few queries per kv head ------------------------------------------------------
-// Block = FA_VEC_WARPS warps for one (kv head, KV split); warp w takes keys kv0 + w, kv0 + w + W, ...
+// Block = W warps for one (kv head, KV split); warp w takes keys kv0 + w, kv0 + w + W, ... and loads the
+// next key's rows before it uses the current ones. W = 16 for one or two queries per kv head (decode with
+// MHA: short contexts need no split and no combine launch), else 4 (shared memory for the merge).
 // Lane l owns dims [l*E, l*E + E) (E = D/32) of K, V, q and the accumulators, so a key's K and V rows
 // are each read by the warp as one contiguous row; scores are warp sums. All NQ queries of the kv head
 // (NQ >= n_tokens * r) use each K/V row once loaded. The warps' (m, l, acc) meet in shared memory;
 // with several splits the block writes partials for k_fattn_combine.
-#define FA_VEC_WARPS 4
 
 template <typename T, int E>
 static __device__ __forceinline__ void load_row(const char * row, int lane, float * out) {
@@ -176,11 +177,10 @@ static __device__ __forceinline__ void load_row(const char * row, int lane, floa
     }
 }
 
-template <typename T, int E, int NQ>
-static __global__ void __launch_bounds__(FA_VEC_WARPS * 32) k_fattn_vec(fa_params p) {
+template <typename T, int E, int NQ, int W> static __global__ void __launch_bounds__(W * 32) k_fattn_vec(fa_params p) {
     constexpr int D = 32 * E;
-    __shared__ float s_acc[FA_VEC_WARPS][NQ][D];
-    __shared__ float s_ml[FA_VEC_WARPS][NQ][2];
+    __shared__ float s_acc[W][NQ][D];
+    __shared__ float s_ml[W][NQ][2];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int hk = blockIdx.y, split = blockIdx.z;
     const int n_q = p.n_tokens * p.r;
@@ -209,10 +209,17 @@ static __global__ void __launch_bounds__(FA_VEC_WARPS * 32) k_fattn_vec(fa_param
     const int kv1 = min(p.n_kv, kv0 + p.kv_per_split);
     const char * kb = p.k + hk * p.ks.nb[2];
     const char * vb = p.v + hk * p.vs.nb[2];
-    for (int key = kv0 + warp; key < kv1; key += FA_VEC_WARPS) {
-        float kr[E], vr[E];
-        load_row<T, E>(kb + key * p.ks.nb[1], lane, kr);
-        load_row<T, E>(vb + key * p.vs.nb[1], lane, vr);
+    float kr[E], vr[E];
+    if (kv0 + warp < kv1) {
+        load_row<T, E>(kb + (kv0 + warp) * p.ks.nb[1], lane, kr);
+        load_row<T, E>(vb + (kv0 + warp) * p.vs.nb[1], lane, vr);
+    }
+    for (int key = kv0 + warp; key < kv1; key += W) {
+        float kn[E], vn[E]; // the next key's rows, in flight while this one is used
+        if (key + W < kv1) {
+            load_row<T, E>(kb + (key + W) * p.ks.nb[1], lane, kn);
+            load_row<T, E>(vb + (key + W) * p.vs.nb[1], lane, vn);
+        }
 #pragma unroll
         for (int j = 0; j < NQ; ++j) {
             float s = 0.0f;
@@ -233,6 +240,11 @@ static __global__ void __launch_bounds__(FA_VEC_WARPS * 32) k_fattn_vec(fa_param
             for (int i = 0; i < E; ++i)
                 acc[j][i] = acc[j][i] * alpha + pj * vr[i];
         }
+#pragma unroll
+        for (int i = 0; i < E; ++i) {
+            kr[i] = kn[i];
+            vr[i] = vn[i];
+        }
     }
 
 #pragma unroll
@@ -251,12 +263,12 @@ static __global__ void __launch_bounds__(FA_VEC_WARPS * 32) k_fattn_vec(fa_param
         const int j = e / D, d = e % D;
         float M = -INFINITY;
 #pragma unroll
-        for (int w = 0; w < FA_VEC_WARPS; ++w)
+        for (int w = 0; w < W; ++w)
             M = fmaxf(M, s_ml[w][j][0]);
         float num = 0.0f, den = 0.0f;
         if (M != -INFINITY) {
 #pragma unroll
-            for (int w = 0; w < FA_VEC_WARPS; ++w) {
+            for (int w = 0; w < W; ++w) {
                 const float mw = s_ml[w][j][0];
                 const float sc = mw == -INFINITY ? 0.0f : expf(mw - M);
                 num += sc * s_acc[w][j][d];
@@ -275,17 +287,20 @@ static __global__ void __launch_bounds__(FA_VEC_WARPS * 32) k_fattn_vec(fa_param
     }
 }
 
+// warps per block of the decode kernel for n_q queries per kv head
+static int fattn_vec_warps(int n_q) { return n_q <= 2 ? 16 : 4; }
+
 template <typename T, int E>
 static void launch_fattn_vec(const fa_params & p, dim3 grid, cudaStream_t stream) {
     const int n_q = p.n_tokens * p.r;
     if (n_q <= 1)
-        k_fattn_vec<T, E, 1><<<grid, FA_VEC_WARPS * 32, 0, stream>>>(p);
+        k_fattn_vec<T, E, 1, 16><<<grid, 16 * 32, 0, stream>>>(p);
     else if (n_q <= 2)
-        k_fattn_vec<T, E, 2><<<grid, FA_VEC_WARPS * 32, 0, stream>>>(p);
+        k_fattn_vec<T, E, 2, 16><<<grid, 16 * 32, 0, stream>>>(p);
     else if (n_q <= 4)
-        k_fattn_vec<T, E, 4><<<grid, FA_VEC_WARPS * 32, 0, stream>>>(p);
+        k_fattn_vec<T, E, 4, 4><<<grid, 4 * 32, 0, stream>>>(p);
     else
-        k_fattn_vec<T, E, 8><<<grid, FA_VEC_WARPS * 32, 0, stream>>>(p);
+        k_fattn_vec<T, E, 8, 4><<<grid, 4 * 32, 0, stream>>>(p);
 }
 
 template <typename T> static void launch_fattn_vec_d(const fa_params & p, dim3 grid, cudaStream_t stream) {
@@ -378,8 +393,9 @@ GGML_CUDA_OP(flash_attn_ext) {
         return;
     }
     if (fattn_vec_ok(p, k, v) && !no_vec) {
-        // splits of >= 64 keys until the grid covers the SMs twice
-        int n_split = (int)std::min<int64_t>(cuda_ceil_div(2 * ctx.n_sm, n_head_kv), cuda_ceil_div(p.n_kv, 64));
+        // splits of >= 16 keys per warp until the grid covers the SMs twice
+        const int W = fattn_vec_warps(n_q);
+        int n_split = (int)std::min<int64_t>(cuda_ceil_div(2 * ctx.n_sm, n_head_kv), cuda_ceil_div(p.n_kv, 16 * W));
         n_split = std::max(n_split, 1);
         p.kv_per_split = (int)cuda_ceil_div(p.n_kv, n_split);
         n_split = (int)cuda_ceil_div(p.n_kv, p.kv_per_split);

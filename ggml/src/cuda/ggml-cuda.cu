@@ -254,6 +254,8 @@ static std::string profile_label(const ggml_tensor * t, int fused) {
         case 4: return std::string("MUL_MAT ") + ggml_type_name(t->src[0]->type) + " vec x" + (fused == 3 ? "2" : "3");
         case 5: return std::string("MUL_MAT ") + ggml_type_name(t->src[0]->type) + " vec gate+up+SWIGLU";
         case 8: return "ROPE+SET_ROWS";
+        case 9:
+        case 10: return "ROPE q+ROPE k+SET_ROWS k,v";
         default: break;
     }
     std::string l = ggml_op_name(t->op);
@@ -413,12 +415,17 @@ static void run_node(ggml_cuda_context & ctx, ggml_tensor * t) {
 //   6 / 7: as 1 / 2, and the MUL result is also quantized (q8s) into ctx.qcache for the repacked q8_0
 //      mat-vecs that are its only readers;
 //   8: node i (ROPE), i+1 (its RESHAPE to rows) and i+2 (SET_ROWS of those rows into the KV cache): one kernel
-//      writes the rotated rows into their cells, the rope result is not written (no other reader, no output).
+//      writes the rotated rows into their cells, the rope result is not written (no other reader, no output);
+//   9 / 10: ROPE(q), view, then code 8's three nodes for k, then [view,] SET_ROWS(v) (7 / 6 nodes): one launch
+//      (ggml_cuda_op_rope_qkv). Computing k and v at q's place is safe: their inputs are ready, and their
+//      outputs are cache cells, not allocator memory.
 // Only adjacent nodes are fused: computing node i+1 / i+2 at node i's place is then safe (their inputs are
 // ready, and the allocator cannot have handed their outputs memory that node i still reads). One exception,
 // checked by ggml_cuda_mul_mat_swiglu_ok: SWIGLU's output may lie over the activation once gate/up were its
 // last readers (the f16 kernel then does not fuse; the q8_0 one has quantized it before).
 static int fused_span(int code) {
+    if (code == 9) return 7;
+    if (code == 10) return 6;
     return code == 2 || code == 4 || code == 5 || code == 7 || code == 8 ? 3 : code ? 2 : 1;
 }
 
@@ -538,23 +545,39 @@ static void plan_norm_q8_fusions(ggml_cgraph * gf, std::vector<uint8_t> & fused)
         if (r > 0) fused[i] = fused[i] == 1 ? 6 : 7;
 }
 
-// code 8 (rope + KV store)
+// codes 8, 9, 10 (rope + KV stores)
 static void plan_rope_store_fusions(ggml_cgraph * gf, std::vector<uint8_t> & fused) {
     const int n = gf->n_nodes;
-    std::map<const ggml_tensor *, int> cand; // rope result and its reshape -> the rope's node
+    std::map<const ggml_tensor *, int> cand; // rope(k) result and its reshape -> the group's first node
+    std::map<int, int> k_at;                 // the group's first node -> the rope(k) node
+    auto free_span = [&](int i, int span) {
+        for (int k = 0; k < span; ++k)
+            if (i + k >= n || fused[i + k]) return false;
+        return true;
+    };
     for (int i = 0; i + 2 < n; ++i) {
         ggml_tensor ** t = gf->nodes + i;
-        if (fused[i] || fused[i + 1] || fused[i + 2] || !ggml_cuda_rope_set_rows_ok(t[0], t[1], t[2])) continue;
-        if ((t[0]->flags | t[1]->flags) & GGML_TENSOR_FLAG_OUTPUT) continue;
-        fused[i] = 8;
-        cand[t[0]] = cand[t[1]] = i;
-        i += 2;
+        int code = 0, rk = i;
+        if (free_span(i, 7) && ggml_cuda_rope_qkv_ok(t, 7))
+            code = 9, rk = i + 2;
+        else if (free_span(i, 6) && ggml_cuda_rope_qkv_ok(t, 6))
+            code = 10, rk = i + 2;
+        else if (free_span(i, 3) && ggml_cuda_rope_set_rows_ok(t[0], t[1], t[2]))
+            code = 8;
+        if (!code || ((gf->nodes[rk]->flags | gf->nodes[rk + 1]->flags) & GGML_TENSOR_FLAG_OUTPUT)) continue;
+        fused[i] = (uint8_t)code;
+        cand[gf->nodes[rk]] = cand[gf->nodes[rk + 1]] = i;
+        k_at[i] = rk;
+        i += fused_span(code) - 1;
     }
     if (cand.empty()) return;
+    // the rope(k) result may be read only by its reshape and that by the SET_ROWS (the next two nodes)
     for (int j = 0; j < n; ++j) {
         for_each_read(gf->nodes[j], [&](const ggml_tensor * t) {
             const auto it = cand.find(t);
-            if (it != cand.end() && j != it->second + 1 && j != it->second + 2) fused[it->second] = 0;
+            if (it == cand.end()) return;
+            const int rk = k_at[it->second];
+            if (j != rk + 1 && j != rk + 2) fused[it->second] = 0;
         });
     }
 }
@@ -591,6 +614,11 @@ static int run_fused(ggml_cuda_context & ctx, ggml_cgraph * gf, int i, int fused
         case 8:
             ggml_cuda_op_rope_set_rows(ctx, t, nodes[2]);
             ++ctx.n_fused_rope_store;
+            break;
+        case 9:
+        case 10:
+            ggml_cuda_op_rope_qkv(ctx, nodes, n);
+            ++ctx.n_fused_rope_qkv;
             break;
         default: run_node(ctx, t); break;
     }
@@ -1023,13 +1051,14 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
 }
 
 void ggml_backend_cuda_get_fusion_stats(ggml_backend_t backend, int * n_mmv_group, int * n_swiglu_group,
-                                        int * n_norm_q8, int * n_rope_store) {
+                                        int * n_norm_q8, int * n_rope_store, int * n_rope_qkv) {
     GGML_ASSERT(ggml_backend_is_cuda(backend));
     const ggml_cuda_context * ctx = (const ggml_cuda_context *)backend->context;
     if (n_mmv_group) *n_mmv_group = ctx->n_fused_mmv_group;
     if (n_swiglu_group) *n_swiglu_group = ctx->n_fused_swiglu;
     if (n_norm_q8) *n_norm_q8 = ctx->n_fused_norm_q8;
     if (n_rope_store) *n_rope_store = ctx->n_fused_rope_store;
+    if (n_rope_qkv) *n_rope_qkv = ctx->n_fused_rope_qkv;
 }
 
 void ggml_backend_cuda_get_graph_stats(ggml_backend_t backend, int * n_replay, int * n_update, int * n_instantiate) {

@@ -3,30 +3,44 @@
 // sin/cos would lose the phase.
 #include "rope.cuh"
 
-// T: the type of x, TO: the type of y. rows: nullptr, or y's token index i2 -> row rows[i2] (rope fused with
-// the SET_ROWS that stores the result in the KV cache; ys then describes the cache as [ne0, ne1, n_cells]).
-template <typename T, typename TO, bool NEOX>
-static __global__ void k_rope(const char * x, const int32_t * pos, const float * ff, char * y, const int32_t * rows,
-                              cuda_shape xs, cuda_shape ys, int n_dims, double theta_scale_log2, float freq_scale) {
-    int64_t r = blockIdx.x;
+// One rope: x (shape/strides xs) into y (ys). rows: nullptr, or y's token index i2 -> row rows[i2] (rope fused
+// with the SET_ROWS that stores the result in the KV cache; ys then describes the cache as [ne0, ne1, n_cells]).
+struct rope_args {
+    const char * x;
+    const int32_t * pos;
+    const float * ff;
+    char * y;
+    const int32_t * rows;
+    cuda_shape xs, ys;
+    int n_dims;
+    double theta_scale_log2;
+    float freq_scale;
+    int64_t nrows; // rows of x (one block each)
+};
+
+// row r of x (T: the type of x, TO: the type of y), by the block's threads
+template <typename T, typename TO, bool NEOX> static __device__ void rope_row(const rope_args & a, int64_t r) {
+    const cuda_shape & xs = a.xs;
+    const cuda_shape & ys = a.ys;
     const int64_t i1 = r % xs.ne[1];
     r /= xs.ne[1];
     const int64_t i2 = r % xs.ne[2];
     const int64_t i3 = r / xs.ne[2];
-    const char * xr = x + i1 * xs.nb[1] + i2 * xs.nb[2] + i3 * xs.nb[3];
-    const int64_t o2 = rows ? rows[i2] : i2;
+    const char * xr = a.x + i1 * xs.nb[1] + i2 * xs.nb[2] + i3 * xs.nb[3];
+    const int64_t o2 = a.rows ? a.rows[i2] : i2;
     if (o2 < 0 || o2 >= ys.ne[2]) return; // a cell out of range (SET_ROWS skips it too)
-    char * yr = y + i1 * ys.nb[1] + o2 * ys.nb[2] + i3 * ys.nb[3];
-    const double p = (double)pos[i2];
+    char * yr = a.y + i1 * ys.nb[1] + o2 * ys.nb[2] + i3 * ys.nb[3];
+    const double p = (double)a.pos[i2];
     const int64_t ne0 = xs.ne[0];
+    const int n_dims = a.n_dims;
     for (int64_t i = threadIdx.x; i < ne0 / 2; i += blockDim.x) {
         int64_t j0, j1;
         if (i < n_dims / 2) {
             j0 = NEOX ? i : 2 * i;
             j1 = NEOX ? i + n_dims / 2 : 2 * i + 1;
             // theta = pos * freq_scale * base^(-2i/n_dims) / ff[i]
-            double theta = p * freq_scale * exp2(theta_scale_log2 * (double)i);
-            if (ff) theta /= (double)ff[i];
+            double theta = p * a.freq_scale * exp2(a.theta_scale_log2 * (double)i);
+            if (a.ff) theta /= (double)a.ff[i];
             double sn, cs;
             sincos(theta, &sn, &cs);
             const float x0 = to_f32<T>(*(const T *)(xr + j0 * xs.nb[0]));
@@ -42,28 +56,39 @@ static __global__ void k_rope(const char * x, const int32_t * pos, const float *
     }
 }
 
-// rope of x into y (ys: y's shape and strides), rows as in k_rope
-static void rope_launch(ggml_cuda_context & ctx, const ggml_tensor * rope, char * y, ggml_type ty, const cuda_shape & ys,
-                        const int32_t * rows) {
+template <typename T, typename TO, bool NEOX> static __global__ void k_rope(rope_args a) {
+    rope_row<T, TO, NEOX>(a, blockIdx.x);
+}
+
+static rope_args rope_args_of(const ggml_tensor * rope, char * y, const cuda_shape & ys, const int32_t * rows) {
     const ggml_tensor * x = rope->src[0];
     const ggml_tensor * pos = rope->src[1];
     const ggml_tensor * ff = rope->src[2];
     GGML_ASSERT(pos->type == GGML_TYPE_I32 && ggml_is_contiguous(pos));
-    const int n_dims = ggml_get_op_params_i32(rope, 0);
-    const int mode = ggml_get_op_params_i32(rope, 1);
-    const float base = ggml_get_op_params_f32(rope, 2);
-    const float freq_scale = ggml_get_op_params_f32(rope, 3);
-    const double theta_scale_log2 = -2.0 / n_dims * log2((double)base);
-    const int64_t nrows = ggml_nrows(x);
-    if (nrows == 0) return;
+    rope_args a;
+    a.x = (const char *)x->data;
+    a.pos = (const int32_t *)pos->data;
+    a.ff = ff ? (const float *)ff->data : nullptr;
+    a.y = y;
+    a.rows = rows;
+    a.xs = cuda_shape_of(x);
+    a.ys = ys;
+    a.n_dims = ggml_get_op_params_i32(rope, 0);
+    a.theta_scale_log2 = -2.0 / a.n_dims * log2((double)ggml_get_op_params_f32(rope, 2));
+    a.freq_scale = ggml_get_op_params_f32(rope, 3);
+    a.nrows = ggml_nrows(x);
+    return a;
+}
+
+// rope of x into y (ys: y's shape and strides), rows as in rope_args
+static void rope_launch(ggml_cuda_context & ctx, const ggml_tensor * rope, char * y, ggml_type ty, const cuda_shape & ys,
+                        const int32_t * rows) {
+    const ggml_tensor * x = rope->src[0];
+    const rope_args a = rope_args_of(rope, y, ys, rows);
+    if (a.nrows == 0) return;
     const int bs = x->ne[0] / 2 >= 64 ? 64 : 32;
-    const float * ffp = ff ? (const float *)ff->data : nullptr;
-    const cuda_shape xs = cuda_shape_of(x);
-    const char * xp = (const char *)x->data;
-    const int32_t * pp = (const int32_t *)pos->data;
-#define ROPE_LAUNCH(T, TO, NEOX)                                                                                       \
-    k_rope<T, TO, NEOX><<<nrows, bs, 0, ctx.stream>>>(xp, pp, ffp, y, rows, xs, ys, n_dims, theta_scale_log2, freq_scale)
-    const bool neox = mode == GGML_ROPE_TYPE_NEOX;
+#define ROPE_LAUNCH(T, TO, NEOX) k_rope<T, TO, NEOX><<<a.nrows, bs, 0, ctx.stream>>>(a)
+    const bool neox = ggml_get_op_params_i32(rope, 1) == GGML_ROPE_TYPE_NEOX;
     const int variant = (x->type == GGML_TYPE_F16 ? 4 : 0) + (ty == GGML_TYPE_F16 ? 2 : 0) + (neox ? 1 : 0);
     switch (variant) {
         case 0: ROPE_LAUNCH(float, float, false); break;
@@ -95,9 +120,9 @@ bool ggml_cuda_rope_set_rows_ok(const ggml_tensor * rope, const ggml_tensor * re
            ggml_is_contiguous(set_rows->src[2]);
 }
 
-void ggml_cuda_op_rope_set_rows(ggml_cuda_context & ctx, const ggml_tensor * rope, ggml_tensor * set_rows) {
+// the cache of a fused rope + SET_ROWS seen as [ne0, ne1, n_cells]: row i2 of the rope goes to cell rows[i2]
+static cuda_shape cache_rows_shape(const ggml_tensor * rope, const ggml_tensor * set_rows) {
     const ggml_tensor * cache = set_rows->src[0]; // [ne0 * ne1 of the rope, n_cells]
-    // the cache seen as [ne0, ne1, n_cells]: row i2 of the rope goes to cell rows[i2]
     cuda_shape ys;
     ys.ne[0] = rope->ne[0];
     ys.ne[1] = rope->ne[1];
@@ -107,5 +132,84 @@ void ggml_cuda_op_rope_set_rows(ggml_cuda_context & ctx, const ggml_tensor * rop
     ys.nb[1] = (int64_t)cache->nb[0] * rope->ne[0];
     ys.nb[2] = (int64_t)cache->nb[1];
     ys.nb[3] = (int64_t)cache->nb[1] * cache->ne[1];
-    rope_launch(ctx, rope, (char *)set_rows->data, set_rows->type, ys, (const int32_t *)set_rows->src[2]->data);
+    return ys;
+}
+
+void ggml_cuda_op_rope_set_rows(ggml_cuda_context & ctx, const ggml_tensor * rope, ggml_tensor * set_rows) {
+    rope_launch(ctx, rope, (char *)set_rows->data, set_rows->type, cache_rows_shape(rope, set_rows),
+                (const int32_t *)set_rows->src[2]->data);
+}
+
+// ---- the decode step's q rope, k rope into the K cache, and v into the V cache: one launch --------------
+struct store_args { // SET_ROWS of f32 src (ss) into dst (ds) at rows idx; nbx blocks of 64 per source row
+    const char * src;
+    const int32_t * idx;
+    char * dst;
+    cuda_shape ss, ds;
+    int64_t nbx;
+};
+
+template <typename TK, typename TV, bool NEOX>
+static __global__ void __launch_bounds__(64) k_rope_qkv(rope_args q, rope_args k, store_args v) {
+    int64_t b = blockIdx.x;
+    if (b < q.nrows) {
+        rope_row<float, float, NEOX>(q, b);
+        return;
+    }
+    b -= q.nrows;
+    if (b < k.nrows) {
+        rope_row<float, TK, NEOX>(k, b);
+        return;
+    }
+    b -= k.nrows;
+    const int64_t i0 = (b % v.nbx) * 64 + threadIdx.x, rr = b / v.nbx;
+    if (i0 >= v.ss.ne[0]) return;
+    const int64_t i1 = rr % v.ss.ne[1], i2 = (rr / v.ss.ne[1]) % v.ss.ne[2], i3 = rr / (v.ss.ne[1] * v.ss.ne[2]);
+    const int64_t row = v.idx[i1];
+    if (row < 0 || row >= v.ds.ne[1]) return;
+    const float x = *(const float *)(v.src + i0 * v.ss.nb[0] + i1 * v.ss.nb[1] + i2 * v.ss.nb[2] + i3 * v.ss.nb[3]);
+    *(TV *)(v.dst + i0 * v.ds.nb[0] + row * v.ds.nb[1] + i2 * v.ds.nb[2] + i3 * v.ds.nb[3]) = from_f32<TV>(x);
+}
+
+bool ggml_cuda_rope_qkv_ok(ggml_tensor * const * n, int span) {
+    if (span == 7 && !ggml_is_view_op(n[5]->op)) return false;
+    const ggml_tensor * rq = n[0], * rk = n[2], * sk = n[4], * sv = n[span - 1];
+    auto f32 = [](const ggml_tensor * t) { return t->type == GGML_TYPE_F32; };
+    auto cache_type = [](const ggml_tensor * t) { return t->type == GGML_TYPE_F16 || t->type == GGML_TYPE_F32; };
+    return rq->op == GGML_OP_ROPE && f32(rq) && f32(rq->src[0]) && ggml_is_view_op(n[1]->op) &&
+           ggml_cuda_rope_set_rows_ok(rk, n[3], sk) && f32(rk) && cache_type(sk) && sv->op == GGML_OP_SET_ROWS && f32(sv->src[1]) && cache_type(sv) && sv->src[2] == sk->src[2] &&
+           ggml_is_contiguous(rq->src[1]) && ggml_get_op_params_i32(rq, 1) == ggml_get_op_params_i32(rk, 1) &&
+           ggml_nrows(sv->src[1]) <= INT32_MAX;
+}
+
+void ggml_cuda_op_rope_qkv(ggml_cuda_context & ctx, ggml_tensor * const * n, int span) {
+    const ggml_tensor * rq = n[0], * rk = n[2];
+    ggml_tensor * sk = n[4], * sv = n[span - 1];
+    const rope_args q = rope_args_of(rq, (char *)rq->data, cuda_shape_of(rq), nullptr);
+    const rope_args k = rope_args_of(rk, (char *)sk->data, cache_rows_shape(rk, sk), (const int32_t *)sk->src[2]->data);
+    const ggml_tensor * vsrc = sv->src[1];
+    store_args v;
+    v.src = (const char *)vsrc->data;
+    v.idx = (const int32_t *)sv->src[2]->data;
+    v.dst = (char *)sv->data;
+    v.ss = cuda_shape_of(vsrc);
+    v.ds = cuda_shape_of(sv);
+    v.nbx = cuda_ceil_div(vsrc->ne[0], 64);
+    const int64_t blocks = q.nrows + k.nrows + v.nbx * ggml_nrows(vsrc);
+    if (blocks == 0) return;
+    const bool neox = ggml_get_op_params_i32(rq, 1) == GGML_ROPE_TYPE_NEOX;
+    const int variant = (sk->type == GGML_TYPE_F16 ? 4 : 0) + (sv->type == GGML_TYPE_F16 ? 2 : 0) + (neox ? 1 : 0);
+#define QKV_LAUNCH(TK, TV, NEOX) k_rope_qkv<TK, TV, NEOX><<<(unsigned)blocks, 64, 0, ctx.stream>>>(q, k, v)
+    switch (variant) {
+        case 0: QKV_LAUNCH(float, float, false); break;
+        case 1: QKV_LAUNCH(float, float, true); break;
+        case 2: QKV_LAUNCH(float, half, false); break;
+        case 3: QKV_LAUNCH(float, half, true); break;
+        case 4: QKV_LAUNCH(half, float, false); break;
+        case 5: QKV_LAUNCH(half, float, true); break;
+        case 6: QKV_LAUNCH(half, half, false); break;
+        default: QKV_LAUNCH(half, half, true); break;
+    }
+#undef QKV_LAUNCH
+    CUDA_CHECK_LAUNCH();
 }
