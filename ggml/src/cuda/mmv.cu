@@ -3,6 +3,17 @@
 // reads one element at a time with strides.
 #include "mmv.cuh"
 
+// 8 halves (one 16-byte load) -> 8 floats
+static __device__ __forceinline__ void h8_to_f32(const uint4 & raw, float * out) {
+    const half2 * h = (const half2 *)&raw;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const float2 f = __half22float2(h[j]);
+        out[2 * j] = f.x;
+        out[2 * j + 1] = f.y;
+    }
+}
+
 template <typename T, bool VEC>
 static __global__ void k_mmv(const char * a, const char * b, float * dst, int64_t K, int64_t M, int ncols,
                              cuda_shape as, cuda_shape bs, cuda_shape ds, int64_t B2, int64_t r2, int64_t r3) {
@@ -25,13 +36,7 @@ static __global__ void k_mmv(const char * a, const char * b, float * dst, int64_
             const uint4 raw = *(const uint4 *)(arow + k * sizeof(T));
             float av[E];
             if constexpr (E == 8) {
-                const half2 * h = (const half2 *)&raw;
-#pragma unroll
-                for (int j = 0; j < 4; ++j) {
-                    const float2 f = __half22float2(h[j]);
-                    av[2 * j] = f.x;
-                    av[2 * j + 1] = f.y;
-                }
+                h8_to_f32(raw, av);
             } else {
                 const float * f = (const float *)&raw;
 #pragma unroll
@@ -92,13 +97,7 @@ static __global__ void __launch_bounds__(128)
         const uint4 raw = *(const uint4 *)(arow + k * sizeof(T));
         float av[E];
         if constexpr (E == 8) {
-            const half2 * h = (const half2 *)&raw;
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                const float2 f = __half22float2(h[j]);
-                av[2 * j] = f.x;
-                av[2 * j + 1] = f.y;
-            }
+            h8_to_f32(raw, av);
         } else {
             const float * f = (const float *)&raw;
 #pragma unroll
@@ -197,15 +196,8 @@ static __device__ __forceinline__ float f16_row_part(const char * __restrict__ a
     float acc = 0.0f;
 #pragma unroll 4
     for (int64_t k = (int64_t)tid * 8; k < K; k += 128 * 8) {
-        const uint4 raw = *(const uint4 *)(arow + k * 2);
         float av[8];
-        const half2 * h = (const half2 *)&raw;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const float2 f = __half22float2(h[j]);
-            av[2 * j] = f.x;
-            av[2 * j + 1] = f.y;
-        }
+        h8_to_f32(*(const uint4 *)(arow + k * 2), av);
         const float4 * bv = (const float4 *)(x + k * 4);
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
@@ -255,17 +247,8 @@ static __global__ void __launch_bounds__(128)
         const uint4 rg = *(const uint4 *)(grow + k * 2);
         const uint4 ru = *(const uint4 *)(urow + k * 2);
         float gv[8], uv[8];
-        const half2 * hg = (const half2 *)&rg;
-        const half2 * hu = (const half2 *)&ru;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            const float2 fg = __half22float2(hg[j]);
-            const float2 fu = __half22float2(hu[j]);
-            gv[2 * j] = fg.x;
-            gv[2 * j + 1] = fg.y;
-            uv[2 * j] = fu.x;
-            uv[2 * j + 1] = fu.y;
-        }
+        h8_to_f32(rg, gv);
+        h8_to_f32(ru, uv);
         const float4 * bv = (const float4 *)(x + k * 4);
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
