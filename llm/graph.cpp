@@ -32,7 +32,6 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_past, bool all
 
     llm_graph g;
     g.n_tokens = n_tokens;
-    g.n_past = n_past;
     g.n_kv = n_kv;
     g.n_out = all_logits ? n_tokens : 1;
     g.ctx = ggml_init({lctx.graph_mem.size(), lctx.graph_mem.data(), true});

@@ -69,7 +69,6 @@ struct llm_graph {
     ggml_tensor *  logits = nullptr;      // f32 [n_vocab, n_out]
     ggml_tensor *  argmax = nullptr;      // i32 [1], argmax of the last logits row
     int n_tokens = 0;
-    int n_past = 0;
     int n_kv = 0;  // KV cells attention reads (llm_graph_n_kv)
     int n_out = 0;
 };
