@@ -14,6 +14,19 @@ static __device__ __forceinline__ void h8_to_f32(const uint4 & raw, float * out)
     }
 }
 
+// one 16-byte load of T (8 halves or 4 floats) -> 16 / sizeof(T) floats
+template <typename T> static __device__ __forceinline__ void load16_f32(const char * p, float * out) {
+    const uint4 raw = *(const uint4 *)p;
+    if constexpr (sizeof(T) == 2) {
+        h8_to_f32(raw, out);
+    } else {
+        const float * f = (const float *)&raw;
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+            out[j] = f[j];
+    }
+}
+
 template <typename T, bool VEC>
 static __global__ void k_mmv(const char * a, const char * b, float * dst, int64_t K, int64_t M, int ncols,
                              cuda_shape as, cuda_shape bs, cuda_shape ds, int64_t B2, int64_t r2, int64_t r3) {
@@ -33,16 +46,8 @@ static __global__ void k_mmv(const char * a, const char * b, float * dst, int64_
         constexpr int E = 16 / sizeof(T); // elements per 16-byte load
 #pragma unroll 2
         for (int64_t k = (int64_t)lane * E; k < K; k += 32 * E) {
-            const uint4 raw = *(const uint4 *)(arow + k * sizeof(T));
             float av[E];
-            if constexpr (E == 8) {
-                h8_to_f32(raw, av);
-            } else {
-                const float * f = (const float *)&raw;
-#pragma unroll
-                for (int j = 0; j < E; ++j)
-                    av[j] = f[j];
-            }
+            load16_f32<T>(arow + k * sizeof(T), av);
 #pragma unroll
             for (int c = 0; c < MMV_MAX_COLS; ++c) {
                 if (c < ncols) {
@@ -94,16 +99,8 @@ static __global__ void __launch_bounds__(128)
         acc[c] = 0.0f;
 #pragma unroll 4
     for (int64_t k = (int64_t)tid * E; k < K; k += 128 * E) {
-        const uint4 raw = *(const uint4 *)(arow + k * sizeof(T));
         float av[E];
-        if constexpr (E == 8) {
-            h8_to_f32(raw, av);
-        } else {
-            const float * f = (const float *)&raw;
-#pragma unroll
-            for (int j = 0; j < E; ++j)
-                av[j] = f[j];
-        }
+        load16_f32<T>(arow + k * sizeof(T), av);
 #pragma unroll
         for (int c = 0; c < NCOLS; ++c) {
             const float4 * bv = (const float4 *)(bbase + c * bs.nb[1] + k * 4);
@@ -197,7 +194,7 @@ static __device__ __forceinline__ float f16_row_part(const char * __restrict__ a
 #pragma unroll 4
     for (int64_t k = (int64_t)tid * 8; k < K; k += 128 * 8) {
         float av[8];
-        h8_to_f32(*(const uint4 *)(arow + k * 2), av);
+        load16_f32<half>(arow + k * 2, av);
         const float4 * bv = (const float4 *)(x + k * 4);
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
