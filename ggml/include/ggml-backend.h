@@ -77,6 +77,8 @@ size_t ggml_backend_buffer_get_size(ggml_backend_buffer_t buf);
 void   ggml_backend_buffer_clear(ggml_backend_buffer_t buf, uint8_t value);
 bool   ggml_backend_buffer_is_host(ggml_backend_buffer_t buf);
 void   ggml_backend_buffer_set_usage(ggml_backend_buffer_t buf, ggml_backend_buffer_usage usage);
+// t (or the tensor it is a view of) lives in a WEIGHTS buffer: only the host writes it
+bool   ggml_backend_tensor_in_weights(const ggml_tensor * t);
 ggml_backend_buffer_type_t ggml_backend_buffer_get_type(ggml_backend_buffer_t buf);
 // place a tensor at base + offset inside buf (sets t->buffer, t->data; calls init_tensor)
 void   ggml_backend_tensor_alloc(ggml_backend_buffer_t buf, ggml_tensor * t, void * addr);

@@ -97,6 +97,12 @@ bool ggml_backend_buffer_is_host(ggml_backend_buffer_t buf) { return ggml_backen
 
 void ggml_backend_buffer_set_usage(ggml_backend_buffer_t buf, ggml_backend_buffer_usage usage) { buf->usage = usage; }
 
+bool ggml_backend_tensor_in_weights(const ggml_tensor * t) {
+    while (t->view_src)
+        t = t->view_src;
+    return t->buffer && t->buffer->usage == GGML_BACKEND_BUFFER_USAGE_WEIGHTS;
+}
+
 ggml_backend_buffer_type_t ggml_backend_buffer_get_type(ggml_backend_buffer_t buf) { return buf->buft; }
 
 void ggml_backend_tensor_alloc(ggml_backend_buffer_t buf, ggml_tensor * t, void * addr) {

@@ -90,8 +90,7 @@ static int mem_backend_id(ggml_backend_sched_t sched, const ggml_tensor * t) {
 }
 
 static bool is_weight(const ggml_tensor * t) {
-    const ggml_tensor * r = tensor_root(t);
-    return (r->buffer && r->buffer->usage == GGML_BACKEND_BUFFER_USAGE_WEIGHTS) || (r->flags & GGML_TENSOR_FLAG_PARAM);
+    return ggml_backend_tensor_in_weights(t) || (tensor_root(t)->flags & GGML_TENSOR_FLAG_PARAM);
 }
 
 // The caller's graph reads the copies only inside scheduler calls; between calls it is untouched.

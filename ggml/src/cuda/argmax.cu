@@ -9,6 +9,7 @@ static __device__ __forceinline__ void argmax_merge(float & v, int & i, float v2
 }
 
 static __global__ void k_argmax(const char * x, int32_t * y, cuda_shape xs) {
+    pdl_start();
     __shared__ float s_v[32];
     __shared__ int s_i[32];
     const char * xr = x + blockIdx.x * xs.nb[1];
@@ -46,6 +47,6 @@ GGML_CUDA_OP(argmax) {
     if (rows == 0) return;
     // one block per row: a vocabulary-sized row (32k-128k logits) needs the full 1024 threads in flight
     const int bs = x->ne[0] >= 8192 ? 1024 : x->ne[0] >= 1024 ? 256 : 32;
-    k_argmax<<<rows, bs, 0, ctx.stream>>>((const char *)x->data, (int32_t *)dst->data, cuda_shape_of(x));
-    CUDA_CHECK_LAUNCH();
+    ggml_cuda_launch(ctx, k_argmax, dim3((unsigned)rows), dim3(bs), 0, (const char *)x->data, (int32_t *)dst->data,
+                     cuda_shape_of(x));
 }

@@ -3,6 +3,7 @@
 
 template <typename T, bool IS_ADD>
 static __global__ void k_binary(const char * a, const char * b, char * d, cuda_shape as, cuda_shape bs, cuda_shape ds) {
+    pdl_start();
     for (int64_t rr = blockIdx.y; rr < (int64_t)ds.ne[1] * ds.ne[2] * ds.ne[3]; rr += gridDim.y) {
         int64_t r = rr;
         const int64_t i1 = r % ds.ne[1];
@@ -29,15 +30,14 @@ template <bool IS_ADD> static void binary(ggml_cuda_context & ctx, ggml_tensor *
     if (rows == 0 || dst->ne[0] == 0) return;
     const int bsz = dst->ne[0] >= 256 ? 256 : dst->ne[0] >= 128 ? 128 : 32;
     if (a->type == GGML_TYPE_F32) {
-        k_binary<float, IS_ADD><<<ew_grid(dst->ne[0], rows, bsz), bsz, 0, ctx.stream>>>(
+        ggml_cuda_launch(ctx, k_binary<float, IS_ADD>, ew_grid(dst->ne[0], rows, bsz), dim3(bsz), 0,
             (const char *)a->data, (const char *)b->data, (char *)dst->data, cuda_shape_of(a), cuda_shape_of(b),
             cuda_shape_of(dst));
     } else {
-        k_binary<half, IS_ADD><<<ew_grid(dst->ne[0], rows, bsz), bsz, 0, ctx.stream>>>(
+        ggml_cuda_launch(ctx, k_binary<half, IS_ADD>, ew_grid(dst->ne[0], rows, bsz), dim3(bsz), 0,
             (const char *)a->data, (const char *)b->data, (char *)dst->data, cuda_shape_of(a), cuda_shape_of(b),
             cuda_shape_of(dst));
     }
-    CUDA_CHECK_LAUNCH();
 }
 
 GGML_CUDA_OP(add) { binary<true>(ctx, dst); }

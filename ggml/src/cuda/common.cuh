@@ -8,6 +8,7 @@
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
+#include <utility>
 #include <vector>
 
 // Bugs abort naming the call and file:line.
@@ -98,6 +99,7 @@ struct ggml_cuda_context {
     int n_sm = 0;
     bool use_graphs = true;
     bool use_fusion = true;
+    bool use_pdl = false; // programmatic dependent launch (sm_90+, not GGML_CUDA_NO_PDL): see ggml_cuda_launch
     bool mmvq_v1 = false; // GGML_CUDA_MMVQ_V1=1: the first mmvq kernel (for comparisons)
     int mmvq_u = 4;       // GGML_CUDA_MMVQ=5: v5 kernel for N = 1; =2/4/8: v6 with that many loads in flight
     // fused groups run (plan_fusions in ggml-cuda.cu), counted when launched eagerly or captured, not per replay:
@@ -107,6 +109,53 @@ struct ggml_cuda_context {
     ggml_cuda_graph_cache * graphs = nullptr;
     ggml_cuda_profile * prof = nullptr; // GGML_CUDA_PROFILE=1: per-op GPU times, printed at free
 };
+
+// ---- programmatic dependent launch (PDL, sm_90+) ----
+// A kernel started by ggml_cuda_launch() while ctx.use_pdl may begin before the kernel ahead of it in the
+// stream has finished. Such a kernel calls pdl_wait() before its first read of anything another kernel
+// writes and before its first global write; before it, it may only read weights (constant during a graph),
+// so a mat-vec's first weight loads overlap the tail of the kernel before. pdl_trigger() lets the next
+// kernel launch (its blocks become resident and sit in their pdl_wait()). pdl_wait() returns once every
+// kernel ahead has completed and its writes are visible, so the chain is as safe as plain stream order.
+// Both are no-ops below sm_90 and for kernels launched the usual way.
+static __device__ __forceinline__ void pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+// the first lines of a kernel that needs nothing before its inputs
+static __device__ __forceinline__ void pdl_start() {
+    pdl_trigger();
+    pdl_wait();
+}
+
+// Launch on ctx.stream, as a programmatic dependent launch when ctx.use_pdl. Only for kernels that call
+// pdl_wait() (or pdl_start()) as described above. Checked like every launch.
+template <typename... P, typename... A>
+static void ggml_cuda_launch(const ggml_cuda_context & ctx, void (*kernel)(P...), dim3 grid, dim3 block, size_t smem,
+                             A &&... args) {
+    if (!ctx.use_pdl) {
+        kernel<<<grid, block, smem, ctx.stream>>>(std::forward<A>(args)...);
+        CUDA_CHECK_LAUNCH();
+        return;
+    }
+    cudaLaunchAttribute attr[1] = {};
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = ctx.stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<A>(args)...));
+}
 
 // Shape and byte strides, passed by value to kernels.
 struct cuda_shape {

@@ -125,6 +125,7 @@ template <typename T> static __global__ void __launch_bounds__(FA_WARPS * 32) k_
 
 // merge the splits: one block per query, threads over D
 static __global__ void k_fattn_combine(fa_params p) {
+    pdl_start();
     const int64_t qg = blockIdx.x;
     const int n_q = p.n_tokens * p.r;
     const int64_t nq_all = (int64_t)n_q * (p.n_head / p.r);
@@ -181,6 +182,7 @@ template <typename T, int E, int NQ, int W> static __global__ void __launch_boun
     constexpr int D = 32 * E;
     __shared__ float s_acc[W][NQ][D];
     __shared__ float s_ml[W][NQ][2];
+    pdl_start();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int hk = blockIdx.y, split = blockIdx.z;
     const int n_q = p.n_tokens * p.r;
@@ -291,24 +293,24 @@ template <typename T, int E, int NQ, int W> static __global__ void __launch_boun
 static int fattn_vec_warps(int n_q) { return n_q <= 2 ? 16 : 4; }
 
 template <typename T, int E>
-static void launch_fattn_vec(const fa_params & p, dim3 grid, cudaStream_t stream) {
+static void launch_fattn_vec(const ggml_cuda_context & ctx, const fa_params & p, dim3 grid) {
     const int n_q = p.n_tokens * p.r;
     if (n_q <= 1)
-        k_fattn_vec<T, E, 1, 16><<<grid, 16 * 32, 0, stream>>>(p);
+        ggml_cuda_launch(ctx, k_fattn_vec<T, E, 1, 16>, grid, dim3(16 * 32), 0, p);
     else if (n_q <= 2)
-        k_fattn_vec<T, E, 2, 16><<<grid, 16 * 32, 0, stream>>>(p);
+        ggml_cuda_launch(ctx, k_fattn_vec<T, E, 2, 16>, grid, dim3(16 * 32), 0, p);
     else if (n_q <= 4)
-        k_fattn_vec<T, E, 4, 4><<<grid, 4 * 32, 0, stream>>>(p);
+        ggml_cuda_launch(ctx, k_fattn_vec<T, E, 4, 4>, grid, dim3(4 * 32), 0, p);
     else
-        k_fattn_vec<T, E, 8, 4><<<grid, 4 * 32, 0, stream>>>(p);
+        ggml_cuda_launch(ctx, k_fattn_vec<T, E, 8, 4>, grid, dim3(4 * 32), 0, p);
 }
 
-template <typename T> static void launch_fattn_vec_d(const fa_params & p, dim3 grid, cudaStream_t stream) {
+template <typename T> static void launch_fattn_vec_d(const ggml_cuda_context & ctx, const fa_params & p, dim3 grid) {
     switch (p.D) {
-        case 32: launch_fattn_vec<T, 1>(p, grid, stream); break;
-        case 64: launch_fattn_vec<T, 2>(p, grid, stream); break;
-        case 128: launch_fattn_vec<T, 4>(p, grid, stream); break;
-        case 256: launch_fattn_vec<T, 8>(p, grid, stream); break;
+        case 32: launch_fattn_vec<T, 1>(ctx, p, grid); break;
+        case 64: launch_fattn_vec<T, 2>(ctx, p, grid); break;
+        case 128: launch_fattn_vec<T, 4>(ctx, p, grid); break;
+        case 256: launch_fattn_vec<T, 8>(ctx, p, grid); break;
         default: GGML_ABORT("fattn vec: D %d", p.D);
     }
 }
@@ -407,14 +409,10 @@ GGML_CUDA_OP(flash_attn_ext) {
         }
         const dim3 grid(1, n_head_kv, n_split);
         if (k->type == GGML_TYPE_F16)
-            launch_fattn_vec_d<half>(p, grid, ctx.stream);
+            launch_fattn_vec_d<half>(ctx, p, grid);
         else
-            launch_fattn_vec_d<float>(p, grid, ctx.stream);
-        CUDA_CHECK_LAUNCH();
-        if (n_split > 1) {
-            k_fattn_combine<<<dim3(n_q * n_head_kv, 1), 128, 0, ctx.stream>>>(p);
-            CUDA_CHECK_LAUNCH();
-        }
+            launch_fattn_vec_d<float>(ctx, p, grid);
+        if (n_split > 1) ggml_cuda_launch(ctx, k_fattn_combine, dim3(n_q * n_head_kv, 1), dim3(128), 0, p);
         return;
     }
     const int gx = (int)cuda_ceil_div(n_q, FA_WARPS);
@@ -447,8 +445,5 @@ GGML_CUDA_OP(flash_attn_ext) {
         k_fattn<float><<<grid, FA_WARPS * 32, smem, ctx.stream>>>(p);
     }
     CUDA_CHECK_LAUNCH();
-    if (n_split > 1) {
-        k_fattn_combine<<<dim3(n_q * n_head_kv, 1), 128, 0, ctx.stream>>>(p);
-        CUDA_CHECK_LAUNCH();
-    }
+    if (n_split > 1) ggml_cuda_launch(ctx, k_fattn_combine, dim3(n_q * n_head_kv, 1), dim3(128), 0, p);
 }

@@ -9,6 +9,7 @@ template <typename T> static __device__ __forceinline__ float load_elem(const ch
 template <int TYPE> // 0 f32, 1 f16, 2 q8_0, 3 repacked q8_0 (q8repack.cuh)
 static __global__ void k_get_rows(const char * src, const char * idx, char * dst, cuda_shape ss, cuda_shape is,
                                   cuda_shape ds) {
+    pdl_start();
     int64_t r = blockIdx.x;
     const int64_t i10 = r % ds.ne[1];
     r /= ds.ne[1];
@@ -48,20 +49,19 @@ GGML_CUDA_OP(get_rows) {
     char * dp = (char *)dst->data;
     switch (src->type) {
         case GGML_TYPE_F32:
-            k_get_rows<0><<<rows, bs, 0, ctx.stream>>>(sp, ip, dp, ss, is, ds);
+            ggml_cuda_launch(ctx, k_get_rows<0>, dim3((unsigned)rows), dim3(bs), 0, sp, ip, dp, ss, is, ds);
             break;
         case GGML_TYPE_F16:
-            k_get_rows<1><<<rows, bs, 0, ctx.stream>>>(sp, ip, dp, ss, is, ds);
+            ggml_cuda_launch(ctx, k_get_rows<1>, dim3((unsigned)rows), dim3(bs), 0, sp, ip, dp, ss, is, ds);
             break;
         case GGML_TYPE_Q8_0:
             if (ggml_cuda_q8_repacked(src)) {
-                k_get_rows<3><<<rows, bs, 0, ctx.stream>>>(sp, ip, dp, ss, is, ds);
+                ggml_cuda_launch(ctx, k_get_rows<3>, dim3((unsigned)rows), dim3(bs), 0, sp, ip, dp, ss, is, ds);
                 break;
             }
-            k_get_rows<2><<<rows, bs, 0, ctx.stream>>>(sp, ip, dp, ss, is, ds);
+            ggml_cuda_launch(ctx, k_get_rows<2>, dim3((unsigned)rows), dim3(bs), 0, sp, ip, dp, ss, is, ds);
             break;
         default:
             GGML_ABORT("cuda get_rows: unsupported type %s", ggml_type_name(src->type));
     }
-    CUDA_CHECK_LAUNCH();
 }

@@ -1029,6 +1029,7 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
         ctx->prof->mode = atoi(pr) == 2 ? 2 : 1;
     }
     ctx->use_fusion = std::getenv("GGML_CUDA_NO_FUSION") == nullptr;
+    ctx->use_pdl = prop.major >= 9 && std::getenv("GGML_CUDA_NO_PDL") == nullptr;
     ctx->mmvq_v1 = std::getenv("GGML_CUDA_MMVQ_V1") != nullptr;
     if (const char * mv = std::getenv("GGML_CUDA_MMVQ")) {
         const int u = atoi(mv);

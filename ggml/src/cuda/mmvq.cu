@@ -212,29 +212,39 @@ static __global__ void __launch_bounds__(128)
 // q8r_row_dot: this lane's part of one row's dot (wrow: the row's quants as nch = K/16 chunks, drow: its
 // K/32 scales; xrow/dxrow: the activation row in the split layout); the caller sums over the warp.
 template <int U>
+static __device__ __forceinline__ void q8r_load(const int4 * __restrict__ wrow, const half * __restrict__ drow, int ch0,
+                                                int nch, int4 (&w)[U], float (&dw)[U]) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int ch = ch0 + 32 * u;
+        if (ch < nch) {
+            w[u] = __ldg(wrow + ch);
+            dw[u] = __half2float(drow[ch / 2]);
+        } else {
+            w[u] = make_int4(0, 0, 0, 0);
+            dw[u] = 0.0f;
+        }
+    }
+}
+
+// The first U chunks are loaded before pdl_wait() (common.cuh): they overlap the previous kernel's tail.
+template <int U>
 static __device__ __forceinline__ float q8r_row_dot(const int4 * __restrict__ wrow, const half * __restrict__ drow,
                                                     const int4 * __restrict__ xrow, const float * __restrict__ dxrow,
                                                     int nch, int lane) {
     float acc = 0.0f;
-    for (int ch0 = lane; ch0 < nch; ch0 += 32 * U) {
-        int4 w[U];
-        float dw[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int ch = ch0 + 32 * u;
-            if (ch < nch) {
-                w[u] = __ldg(wrow + ch);
-                dw[u] = __half2float(drow[ch / 2]);
-            } else {
-                w[u] = make_int4(0, 0, 0, 0);
-                dw[u] = 0.0f;
-            }
-        }
+    int4 w[U];
+    float dw[U];
+    q8r_load<U>(wrow, drow, lane, nch, w, dw);
+    pdl_wait();
+    for (int ch0 = lane; ch0 < nch;) {
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             const int ch = ch0 + 32 * u;
             if (ch < nch) acc += dw[u] * __ldg(dxrow + ch / 2) * (float)dot16(w[u], __ldg(xrow + ch));
         }
+        ch0 += 32 * U;
+        if (ch0 < nch) q8r_load<U>(wrow, drow, ch0, nch, w, dw);
     }
     return acc;
 }
@@ -244,6 +254,7 @@ static __global__ void __launch_bounds__(128)
     k_mmvq_q8r_w(const int8_t * __restrict__ aq, const half * __restrict__ ad, const int8_t * __restrict__ xq,
                  const float * __restrict__ xd, float * __restrict__ dst, int K, int64_t M, int64_t A2, int64_t B2,
                  int64_t r2, int64_t r3, cuda_shape ds) {
+    pdl_trigger();
     const int lane = threadIdx.x % 32;
     const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32, bz = blockIdx.y;
     if (row >= M) return;
@@ -271,6 +282,7 @@ struct q8r_group_args {
 template <int U>
 static __global__ void __launch_bounds__(128)
     k_mmvq_q8r_group(const q8r_group_args g, const int8_t * __restrict__ xq, const float * __restrict__ xd, int K) {
+    pdl_trigger();
     const int lane = threadIdx.x % 32;
     const int64_t b = blockIdx.x;
     const int m = b >= g.blk2 ? 2 : b >= g.blk1 ? 1 : 0;
@@ -295,6 +307,7 @@ static __global__ void __launch_bounds__(128)
     k_mmvq_q8r_swiglu(const int8_t * __restrict__ gq, const half * __restrict__ gd, const int8_t * __restrict__ uq,
                       const half * __restrict__ ud, const int8_t * __restrict__ xq, const float * __restrict__ xd,
                       float * __restrict__ dst, int K, int64_t M) {
+    pdl_trigger();
     const int lane = threadIdx.x % 32;
     const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32;
     if (row >= M) return;
@@ -305,22 +318,12 @@ static __global__ void __launch_bounds__(128)
     const int4 * xrow = (const int4 *)xq;
     const int nch = K / 16;
     float ag = 0.0f, au = 0.0f;
-    for (int ch0 = lane; ch0 < nch; ch0 += 32 * U) {
-        int4 wg[U], wu[U];
-        float dg[U], du[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const int ch = ch0 + 32 * u;
-            if (ch < nch) {
-                wg[u] = __ldg(grow + ch);
-                wu[u] = __ldg(urow + ch);
-                dg[u] = __half2float(gdrow[ch / 2]);
-                du[u] = __half2float(udrow[ch / 2]);
-            } else {
-                wg[u] = wu[u] = make_int4(0, 0, 0, 0);
-                dg[u] = du[u] = 0.0f;
-            }
-        }
+    int4 wg[U], wu[U];
+    float dg[U], du[U];
+    q8r_load<U>(grow, gdrow, lane, nch, wg, dg);
+    q8r_load<U>(urow, udrow, lane, nch, wu, du);
+    pdl_wait(); // the weights above are loaded while the previous kernel finishes
+    for (int ch0 = lane; ch0 < nch;) {
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             const int ch = ch0 + 32 * u;
@@ -330,6 +333,11 @@ static __global__ void __launch_bounds__(128)
                 ag += dg[u] * dx * (float)dot16(wg[u], x);
                 au += du[u] * dx * (float)dot16(wu[u], x);
             }
+        }
+        ch0 += 32 * U;
+        if (ch0 < nch) {
+            q8r_load<U>(grow, gdrow, ch0, nch, wg, dg);
+            q8r_load<U>(urow, udrow, ch0, nch, wu, du);
         }
     }
     ag = warp_sum(ag);
@@ -369,14 +377,13 @@ void ggml_cuda_mmvq_q8r_group(ggml_cuda_context & ctx, const ggml_tensor * const
     if (nblk == 0) return;
     const int8_t * xq = (const int8_t *)bq;
     const float * xd = (const float *)((const char *)bq + K); // one activation row
-#define MMVQ_G(u) k_mmvq_q8r_group<u><<<(unsigned)nblk, 128, 0, ctx.stream>>>(g, xq, xd, (int)K)
+#define MMVQ_G(u) ggml_cuda_launch(ctx, k_mmvq_q8r_group<u>, dim3((unsigned)nblk), dim3(128), 0, g, xq, xd, (int)K)
     switch (ctx.mmvq_u) {
         case 2: MMVQ_G(2); break;
         case 8: MMVQ_G(8); break;
         default: MMVQ_G(4); break;
     }
 #undef MMVQ_G
-    CUDA_CHECK_LAUNCH();
 }
 
 void ggml_cuda_mmvq_q8r_swiglu(ggml_cuda_context & ctx, const ggml_tensor * gate_w, const ggml_tensor * up_w,
@@ -390,15 +397,14 @@ void ggml_cuda_mmvq_q8r_swiglu(ggml_cuda_context & ctx, const ggml_tensor * gate
     const unsigned nblk = (unsigned)cuda_ceil_div(M, 4);
     // U chunks of each matrix: 2U 16-byte loads in flight, as many as v6 with 2U
 #define MMVQ_S(u)                                                                                                      \
-    k_mmvq_q8r_swiglu<u><<<nblk, 128, 0, ctx.stream>>>(q8r_qs(gate_w), q8r_d(gate_w), q8r_qs(up_w), q8r_d(up_w), xq,   \
-                                                       xd, dst, (int)K, M)
+    ggml_cuda_launch(ctx, k_mmvq_q8r_swiglu<u>, dim3(nblk), dim3(128), 0, q8r_qs(gate_w), q8r_d(gate_w), q8r_qs(up_w), \
+                     q8r_d(up_w), xq, xd, dst, (int)K, M)
     switch (ctx.mmvq_u) {
         case 2: MMVQ_S(1); break;
         case 8: MMVQ_S(4); break;
         default: MMVQ_S(2); break;
     }
 #undef MMVQ_S
-    CUDA_CHECK_LAUNCH();
 }
 
 void ggml_cuda_mmvq_q8r(ggml_cuda_context & ctx, const ggml_tensor * a, const void * bq, const ggml_tensor * b,
@@ -419,14 +425,14 @@ void ggml_cuda_mmvq_q8r(ggml_cuda_context & ctx, const ggml_tensor * a, const vo
     float * dp = (float *)dst->data;
     if (ggml_cuda_mmvq_q8r_v6(ctx, K, N)) { // v6 for N = 1 (see ggml_cuda_mmvq_q8r_v6)
         const dim3 gw((unsigned)cuda_ceil_div(M, 4), (unsigned)(B2 * B3));
-#define MMVQ_W(u) k_mmvq_q8r_w<u><<<gw, 128, 0, ctx.stream>>>(aq, ad, xq, xd, dp, (int)K, M, a->ne[2], B2, r2, r3, dsh)
+#define MMVQ_W(u)                                                                                                      \
+    ggml_cuda_launch(ctx, k_mmvq_q8r_w<u>, gw, dim3(128), 0, aq, ad, xq, xd, dp, (int)K, M, a->ne[2], B2, r2, r3, dsh)
         switch (ctx.mmvq_u) {
             case 2: MMVQ_W(2); break;
             case 8: MMVQ_W(8); break;
             default: MMVQ_W(4); break;
         }
 #undef MMVQ_W
-        CUDA_CHECK_LAUNCH();
         return;
     }
 #define MMVQ_R(n, r)                                                                                                   \

@@ -7,8 +7,9 @@
 // qs [nrows * ne0] int8, qd [nrows * ne0/32] f32, row = blockIdx.x; a warp's 32 consecutive values are one block.
 template <typename T, bool HAS_W, bool Q8 = false>
 static __global__ void k_rms_norm(const char * x, const char * w, char * y, cuda_shape xs, cuda_shape ws, cuda_shape ys,
-                                  float eps, int8_t * qs = nullptr, float * qd = nullptr) {
+                                  float eps, int8_t * qs, float * qd) {
     __shared__ float s_tmp[32];
+    pdl_start();
     int64_t r = blockIdx.x;
     const int64_t i1 = r % xs.ne[1];
     r /= xs.ne[1];
@@ -47,18 +48,21 @@ static void rms_norm(ggml_cuda_context & ctx, const ggml_tensor * x, const ggml_
     const cuda_shape xs = cuda_shape_of(x), ys = cuda_shape_of(y), ws = w ? cuda_shape_of(w) : xs;
     const char * xp = (const char *)x->data;
     const char * wp = w ? (const char *)w->data : nullptr;
+#define RMS_NORM(T, W)                                                                                                 \
+    ggml_cuda_launch(ctx, k_rms_norm<T, W>, dim3((unsigned)rows), dim3(bs), 0, xp, wp, (char *)y->data, xs, ws, ys,     \
+                     eps, nullptr, nullptr)
     if (x->type == GGML_TYPE_F32) {
         if (w)
-            k_rms_norm<float, true><<<rows, bs, 0, ctx.stream>>>(xp, wp, (char *)y->data, xs, ws, ys, eps);
+            RMS_NORM(float, true);
         else
-            k_rms_norm<float, false><<<rows, bs, 0, ctx.stream>>>(xp, wp, (char *)y->data, xs, ws, ys, eps);
+            RMS_NORM(float, false);
     } else {
         if (w)
-            k_rms_norm<half, true><<<rows, bs, 0, ctx.stream>>>(xp, wp, (char *)y->data, xs, ws, ys, eps);
+            RMS_NORM(half, true);
         else
-            k_rms_norm<half, false><<<rows, bs, 0, ctx.stream>>>(xp, wp, (char *)y->data, xs, ws, ys, eps);
+            RMS_NORM(half, false);
     }
-    CUDA_CHECK_LAUNCH();
+#undef RMS_NORM
 }
 
 GGML_CUDA_OP(rms_norm) {
@@ -84,10 +88,9 @@ void * ggml_cuda_op_rms_norm_mul_q8(ggml_cuda_context & ctx, ggml_tensor * norm,
     int8_t * qs = (int8_t *)q;
     float * qd = (float *)((char *)q + rows * n);
     const int bs = n >= 1024 ? 1024 : n >= 256 ? 256 : 32; // as rms_norm(): multiples of 32
-    k_rms_norm<float, true, true><<<(unsigned)rows, bs, 0, ctx.stream>>>(
-        (const char *)x->data, (const char *)w->data, (char *)mul->data, cuda_shape_of(x), cuda_shape_of(w),
-        cuda_shape_of(mul), ggml_get_op_params_f32(norm, 0), qs, qd);
-    CUDA_CHECK_LAUNCH();
+    ggml_cuda_launch(ctx, k_rms_norm<float, true, true>, dim3((unsigned)rows), dim3(bs), 0, (const char *)x->data,
+                     (const char *)w->data, (char *)mul->data, cuda_shape_of(x), cuda_shape_of(w), cuda_shape_of(mul),
+                     ggml_get_op_params_f32(norm, 0), qs, qd);
     return q;
 }
 
@@ -96,6 +99,7 @@ void * ggml_cuda_op_rms_norm_mul_q8(ggml_cuda_context & ctx, ggml_tensor * norm,
 static __global__ void k_add_rms_norm_mul(const float * x, const float * y, float * s, const float * w, float * out,
                                           int n, float eps) {
     __shared__ float s_tmp[32];
+    pdl_start();
     const int64_t off = (int64_t)blockIdx.x * n;
     float sum = 0.0f;
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
@@ -117,14 +121,20 @@ template <bool Q8>
 static __global__ void k_add_rms_norm_mul4(const float4 * x, const float4 * y, float4 * s, const float4 * w,
                                            float4 * out, int n4, float eps, char4 * qs, float * qd) {
     __shared__ float s_tmp[32];
+    pdl_trigger();
     const int64_t off = (int64_t)blockIdx.x * n4;
     float4 v[4], g[4];
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
         const int i = threadIdx.x + k * blockDim.x;
+        if (i < n4) g[k] = w[i]; // the norm weight: before pdl_wait (common.cuh)
+    }
+    pdl_wait();
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const int i = threadIdx.x + k * blockDim.x;
         if (i < n4) {
-            g[k] = w[i]; // issued with the x/y loads, before the reduction waits
             const float4 a = x[off + i], b = y[off + i];
             v[k] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
             sum += v[k].x * v[k].x + v[k].y * v[k].y + v[k].z * v[k].z + v[k].w * v[k].w;
@@ -185,22 +195,19 @@ static void * add_rms_norm_mul(ggml_cuda_context & ctx, ggml_tensor * add, ggml_
         void * q = nullptr;
         if (q8 && n % 32 == 0) {
             q = ctx.pool.alloc(ggml_cuda_q8s_size(rows, n));
-            k_add_rms_norm_mul4<true><<<rows, bs, 0, ctx.stream>>>(
-                (const float4 *)x->data, (const float4 *)y->data, (float4 *)add->data, (const float4 *)w->data,
-                (float4 *)mul->data, n4, eps, (char4 *)q, (float *)((char *)q + rows * n));
+            ggml_cuda_launch(ctx, k_add_rms_norm_mul4<true>, dim3((unsigned)rows), dim3(bs), 0, (const float4 *)x->data,
+                             (const float4 *)y->data, (float4 *)add->data, (const float4 *)w->data, (float4 *)mul->data,
+                             n4, eps, (char4 *)q, (float *)((char *)q + rows * n));
         } else {
-            k_add_rms_norm_mul4<false><<<rows, bs, 0, ctx.stream>>>(
-                (const float4 *)x->data, (const float4 *)y->data, (float4 *)add->data, (const float4 *)w->data,
-                (float4 *)mul->data, n4, eps, nullptr, nullptr);
+            ggml_cuda_launch(ctx, k_add_rms_norm_mul4<false>, dim3((unsigned)rows), dim3(bs), 0,
+                             (const float4 *)x->data, (const float4 *)y->data, (float4 *)add->data,
+                             (const float4 *)w->data, (float4 *)mul->data, n4, eps, nullptr, nullptr);
         }
-        CUDA_CHECK_LAUNCH();
         return q;
     }
     const int bs = n >= 2048 ? 512 : n >= 256 ? 256 : 32;
-    k_add_rms_norm_mul<<<rows, bs, 0, ctx.stream>>>((const float *)add->src[0]->data, (const float *)add->src[1]->data,
-                                                    (float *)add->data, (const float *)mul->src[1]->data,
-                                                    (float *)mul->data, n, ggml_get_op_params_f32(norm, 0));
-    CUDA_CHECK_LAUNCH();
+    ggml_cuda_launch(ctx, k_add_rms_norm_mul, dim3((unsigned)rows), dim3(bs), 0, (const float *)x->data,
+                     (const float *)y->data, (float *)add->data, (const float *)w->data, (float *)mul->data, n, eps);
     return nullptr;
 }
 

@@ -2,6 +2,7 @@
 #include "quantize.cuh"
 
 static __global__ void k_quantize_q8_1(const char * x, cuda_block_q8_1 * y, cuda_shape xs, int64_t nblk_total) {
+    pdl_start();
     const int64_t b = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     const int l = threadIdx.x % 32;
     if (b >= nblk_total) return;
@@ -26,13 +27,13 @@ void ggml_cuda_quantize_q8_1(ggml_cuda_context & ctx, const ggml_tensor * x, cud
     const int64_t nblk = ggml_nelements(x) / 32;
     if (nblk == 0) return;
     const int bs = 256;
-    k_quantize_q8_1<<<cuda_ceil_div(nblk, bs / 32), bs, 0, ctx.stream>>>((const char *)x->data, y, cuda_shape_of(x),
-                                                                         nblk);
-    CUDA_CHECK_LAUNCH();
+    ggml_cuda_launch(ctx, k_quantize_q8_1, dim3((unsigned)cuda_ceil_div(nblk, bs / 32)), dim3(bs), 0,
+                     (const char *)x->data, y, cuda_shape_of(x), nblk);
 }
 
 // split layout: lane l writes quant l of block b; lane 0 the f32 scale
 static __global__ void k_quantize_q8s(const char * x, int8_t * qs, float * d, cuda_shape xs, int64_t nblk_total) {
+    pdl_start();
     const int64_t b = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     const int l = threadIdx.x % 32;
     if (b >= nblk_total) return;
@@ -55,7 +56,6 @@ void ggml_cuda_quantize_q8s(ggml_cuda_context & ctx, const ggml_tensor * x, void
     const int64_t n = ggml_nelements(x), nblk = n / 32;
     if (nblk == 0) return;
     const int bs = 256;
-    k_quantize_q8s<<<cuda_ceil_div(nblk, bs / 32), bs, 0, ctx.stream>>>(
-        (const char *)x->data, (int8_t *)y, (float *)((char *)y + n), cuda_shape_of(x), nblk);
-    CUDA_CHECK_LAUNCH();
+    ggml_cuda_launch(ctx, k_quantize_q8s, dim3((unsigned)cuda_ceil_div(nblk, bs / 32)), dim3(bs), 0,
+                     (const char *)x->data, (int8_t *)y, (float *)((char *)y + n), cuda_shape_of(x), nblk);
 }

@@ -57,6 +57,7 @@ template <typename T, typename TO, bool NEOX> static __device__ void rope_row(co
 }
 
 template <typename T, typename TO, bool NEOX> static __global__ void k_rope(rope_args a) {
+    pdl_start();
     rope_row<T, TO, NEOX>(a, blockIdx.x);
 }
 
@@ -87,7 +88,7 @@ static void rope_launch(ggml_cuda_context & ctx, const ggml_tensor * rope, char 
     const rope_args a = rope_args_of(rope, y, ys, rows);
     if (a.nrows == 0) return;
     const int bs = x->ne[0] / 2 >= 64 ? 64 : 32;
-#define ROPE_LAUNCH(T, TO, NEOX) k_rope<T, TO, NEOX><<<a.nrows, bs, 0, ctx.stream>>>(a)
+#define ROPE_LAUNCH(T, TO, NEOX) ggml_cuda_launch(ctx, k_rope<T, TO, NEOX>, dim3((unsigned)a.nrows), dim3(bs), 0, a)
     const bool neox = ggml_get_op_params_i32(rope, 1) == GGML_ROPE_TYPE_NEOX;
     const int variant = (x->type == GGML_TYPE_F16 ? 4 : 0) + (ty == GGML_TYPE_F16 ? 2 : 0) + (neox ? 1 : 0);
     switch (variant) {
@@ -101,7 +102,6 @@ static void rope_launch(ggml_cuda_context & ctx, const ggml_tensor * rope, char 
         default: ROPE_LAUNCH(half, half, true); break;
     }
 #undef ROPE_LAUNCH
-    CUDA_CHECK_LAUNCH();
 }
 
 GGML_CUDA_OP(rope) {
@@ -151,6 +151,7 @@ struct store_args { // SET_ROWS of f32 src (ss) into dst (ds) at rows idx; nbx b
 
 template <typename TK, typename TV, bool NEOX>
 static __global__ void __launch_bounds__(64) k_rope_qkv(rope_args q, rope_args k, store_args v) {
+    pdl_start();
     int64_t b = blockIdx.x;
     if (b < q.nrows) {
         rope_row<float, float, NEOX>(q, b);
@@ -199,7 +200,8 @@ void ggml_cuda_op_rope_qkv(ggml_cuda_context & ctx, ggml_tensor * const * n, int
     if (blocks == 0) return;
     const bool neox = ggml_get_op_params_i32(rq, 1) == GGML_ROPE_TYPE_NEOX;
     const int variant = (sk->type == GGML_TYPE_F16 ? 4 : 0) + (sv->type == GGML_TYPE_F16 ? 2 : 0) + (neox ? 1 : 0);
-#define QKV_LAUNCH(TK, TV, NEOX) k_rope_qkv<TK, TV, NEOX><<<(unsigned)blocks, 64, 0, ctx.stream>>>(q, k, v)
+#define QKV_LAUNCH(TK, TV, NEOX)                                                                                       \
+    ggml_cuda_launch(ctx, k_rope_qkv<TK, TV, NEOX>, dim3((unsigned)blocks), dim3(64), 0, q, k, v)
     switch (variant) {
         case 0: QKV_LAUNCH(float, float, false); break;
         case 1: QKV_LAUNCH(float, float, true); break;
@@ -211,5 +213,4 @@ void ggml_cuda_op_rope_qkv(ggml_cuda_context & ctx, ggml_tensor * const * n, int
         default: QKV_LAUNCH(half, half, true); break;
     }
 #undef QKV_LAUNCH
-    CUDA_CHECK_LAUNCH();
 }

@@ -3,6 +3,7 @@
 
 template <typename T>
 static __global__ void k_set_rows(const char * src, const int32_t * idx, char * dst, cuda_shape ss, cuda_shape ds) {
+    pdl_start();
     const int64_t i0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i0 >= ss.ne[0]) return;
     for (int64_t rr = blockIdx.y; rr < ss.ne[1] * ss.ne[2] * ss.ne[3]; rr += gridDim.y) {
@@ -27,10 +28,9 @@ GGML_CUDA_OP(set_rows) {
     const int32_t * ip = (const int32_t *)idx->data;
     char * dp = (char *)dst->data;
     if (dst->type == GGML_TYPE_F32)
-        k_set_rows<float><<<grid, bs, 0, ctx.stream>>>(sp, ip, dp, ss, ds);
+        ggml_cuda_launch(ctx, k_set_rows<float>, grid, dim3(bs), 0, sp, ip, dp, ss, ds);
     else if (dst->type == GGML_TYPE_F16)
-        k_set_rows<half><<<grid, bs, 0, ctx.stream>>>(sp, ip, dp, ss, ds);
+        ggml_cuda_launch(ctx, k_set_rows<half>, grid, dim3(bs), 0, sp, ip, dp, ss, ds);
     else
         GGML_ABORT("cuda set_rows: unsupported type %s", ggml_type_name(dst->type));
-    CUDA_CHECK_LAUNCH();
 }

@@ -4,6 +4,7 @@
 template <typename TM, typename TY>
 static __global__ void k_soft_max(const char * x, const char * mask, char * y, cuda_shape xs, cuda_shape ms,
                                   cuda_shape ys, float scale, int n_past) {
+    pdl_start();
     __shared__ float s_tmp[32];
     int64_t r = blockIdx.x;
     const int64_t i1 = r % xs.ne[1];
@@ -44,15 +45,17 @@ void ggml_cuda_soft_max_rows(ggml_cuda_context & ctx, const char * x, const cuda
     if (rows == 0) return;
     const int bs = xs.ne[0] >= 1024 ? 512 : xs.ne[0] >= 256 ? 128 : 32;
     const bool mh = mask && mask_type == GGML_TYPE_F16, yh = y_type == GGML_TYPE_F16;
+#define SOFT_MAX(TM, TY)                                                                                               \
+    ggml_cuda_launch(ctx, k_soft_max<TM, TY>, dim3((unsigned)rows), dim3(bs), 0, x, mask, y, xs, ms, ys, scale, n_past)
     if (mh && yh)
-        k_soft_max<half, half><<<rows, bs, 0, ctx.stream>>>(x, mask, y, xs, ms, ys, scale, n_past);
+        SOFT_MAX(half, half);
     else if (mh)
-        k_soft_max<half, float><<<rows, bs, 0, ctx.stream>>>(x, mask, y, xs, ms, ys, scale, n_past);
+        SOFT_MAX(half, float);
     else if (yh)
-        k_soft_max<float, half><<<rows, bs, 0, ctx.stream>>>(x, mask, y, xs, ms, ys, scale, n_past);
+        SOFT_MAX(float, half);
     else
-        k_soft_max<float, float><<<rows, bs, 0, ctx.stream>>>(x, mask, y, xs, ms, ys, scale, n_past);
-    CUDA_CHECK_LAUNCH();
+        SOFT_MAX(float, float);
+#undef SOFT_MAX
 }
 
 GGML_CUDA_OP(soft_max) {

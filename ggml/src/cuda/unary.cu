@@ -10,6 +10,7 @@ static __device__ __forceinline__ float silu(float x) { return x / (1.0f + expf(
 template <typename T, int KIND>
 static __global__ void k_unary(const char * a, const char * b, char * d, cuda_shape as, cuda_shape bs, cuda_shape ds,
                                float s) {
+    pdl_start();
     for (int64_t rr = blockIdx.y; rr < (int64_t)ds.ne[1] * ds.ne[2] * ds.ne[3]; rr += gridDim.y) {
         int64_t r = rr;
         const int64_t i1 = r % ds.ne[1];
@@ -37,6 +38,7 @@ static __global__ void k_unary(const char * a, const char * b, char * d, cuda_sh
 // contiguous f32 (prompt-sized SWIGLU): float4 over the flat index
 template <int KIND>
 static __global__ void k_unary4(const float4 * a, const float4 * b, float4 * d, int64_t n4, float s) {
+    pdl_start();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += (int64_t)gridDim.x * blockDim.x) {
         const float4 x = a[i];
         float4 y;
@@ -64,21 +66,19 @@ template <int KIND> static void unary(ggml_cuda_context & ctx, ggml_tensor * dst
     if (flat4) {
         const int64_t n4 = ggml_nelements(dst) / 4;
         const int64_t blocks = std::min<int64_t>(cuda_ceil_div(n4, 256), 65535);
-        k_unary4<KIND><<<(unsigned)blocks, 256, 0, ctx.stream>>>((const float4 *)a->data, (const float4 *)b->data,
-                                                              (float4 *)dst->data, n4, s);
-        CUDA_CHECK_LAUNCH();
+        ggml_cuda_launch(ctx, k_unary4<KIND>, dim3((unsigned)blocks), dim3(256), 0, (const float4 *)a->data,
+                         (const float4 *)b->data, (float4 *)dst->data, n4, s);
         return;
     }
     const int bsz = dst->ne[0] >= 256 ? 256 : dst->ne[0] >= 128 ? 128 : 32;
     const char * ap = (const char *)a->data;
     const char * bp = (const char *)b->data;
     if (dst->type == GGML_TYPE_F32)
-        k_unary<float, KIND><<<ew_grid(dst->ne[0], rows, bsz), bsz, 0, ctx.stream>>>(
+        ggml_cuda_launch(ctx, k_unary<float, KIND>, ew_grid(dst->ne[0], rows, bsz), dim3(bsz), 0,
             ap, bp, (char *)dst->data, cuda_shape_of(a), cuda_shape_of(b), cuda_shape_of(dst), s);
     else
-        k_unary<half, KIND><<<ew_grid(dst->ne[0], rows, bsz), bsz, 0, ctx.stream>>>(
+        ggml_cuda_launch(ctx, k_unary<half, KIND>, ew_grid(dst->ne[0], rows, bsz), dim3(bsz), 0,
             ap, bp, (char *)dst->data, cuda_shape_of(a), cuda_shape_of(b), cuda_shape_of(dst), s);
-    CUDA_CHECK_LAUNCH();
 }
 
 GGML_CUDA_OP(scale) { unary<UNARY_SCALE>(ctx, dst, ggml_get_op_params_f32(dst, 0)); }
