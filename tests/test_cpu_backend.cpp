@@ -98,43 +98,47 @@ TEST_CASE("graph compute: unsupported node and missing memory fail cleanly") {
 }
 
 TEST_CASE("graph compute: chains of small nodes, views, in place, thread counts") {
-    // y = ((x + 1) * 2 + 1) * 2 ... over 300 nodes, some through views; exact in f32
-    for (int nth : {1, 2, 3, 4}) {
-        ggml_init_params ip = {16 * 1024 * 1024, nullptr, false};
-        ggml_context * ctx = ggml_init(ip);
-        ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 3);
-        ggml_tensor * one = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 1);
-        for (int i = 0; i < 192; ++i)
-            ((float *)x->data)[i] = (float)(i % 5);
-        ((float *)one->data)[0] = 1.0f;
-        ggml_tensor * y = x;
-        for (int i = 0; i < 150; ++i) {
-            y = ggml_add(ctx, y, one);
-            y = ggml_scale(ctx, y, i % 2 ? 0.5f : 2.0f);
-            if (i % 10 == 0) y = ggml_reshape_2d(ctx, y, 64, 3);
-        }
-        ggml_cgraph * gf = ggml_new_graph(ctx);
-        ggml_build_forward_expand(gf, y);
-        ggml_backend_t cpu = ggml_backend_cpu_init();
-        ggml_backend_cpu_set_n_threads(cpu, nth);
-        const int64_t t0 = ggml_time_us();
-        const int reps = 20;
-        for (int r = 0; r < reps; ++r)
-            REQUIRE(ggml_backend_graph_compute(cpu, gf) == GGML_STATUS_SUCCESS);
-        const double us_per_node = (double)(ggml_time_us() - t0) / reps / 300;
-        MESSAGE("threads ", nth, ": ", us_per_node, " us per small node");
-        for (int i = 0; i < 192; ++i) {
-            double v = i % 5;
-            for (int k = 0; k < 150; ++k)
-                v = (v + 1) * (k % 2 ? 0.5 : 2.0);
-            if (((float *)y->data)[i] != (float)v) {
-                FAIL_CHECK("element ", i, " = ", ((float *)y->data)[i], " want ", v);
-                break;
+    // y = ((x + 1) * 2 + 1) * 2 ... over 300 nodes, some through views; exact in f32. The graph is small, so by
+    // default it runs on the calling thread alone; serial_below 0 makes every thread take part.
+    for (int64_t serial_below : {int64_t(0), GGML_CPU_SERIAL_BELOW_DEFAULT})
+        for (int nth : {1, 2, 3, 4}) {
+            ggml_init_params ip = {16 * 1024 * 1024, nullptr, false};
+            ggml_context * ctx = ggml_init(ip);
+            ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, 64, 3);
+            ggml_tensor * one = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 1);
+            for (int i = 0; i < 192; ++i)
+                ((float *)x->data)[i] = (float)(i % 5);
+            ((float *)one->data)[0] = 1.0f;
+            ggml_tensor * y = x;
+            for (int i = 0; i < 150; ++i) {
+                y = ggml_add(ctx, y, one);
+                y = ggml_scale(ctx, y, i % 2 ? 0.5f : 2.0f);
+                if (i % 10 == 0) y = ggml_reshape_2d(ctx, y, 64, 3);
             }
+            ggml_cgraph * gf = ggml_new_graph(ctx);
+            ggml_build_forward_expand(gf, y);
+            ggml_backend_t cpu = ggml_backend_cpu_init();
+            ggml_backend_cpu_set_n_threads(cpu, nth);
+            ggml_backend_cpu_set_serial_below(cpu, serial_below);
+            const int64_t t0 = ggml_time_us();
+            const int reps = 20;
+            for (int r = 0; r < reps; ++r)
+                REQUIRE(ggml_backend_graph_compute(cpu, gf) == GGML_STATUS_SUCCESS);
+            const double us_per_node = (double)(ggml_time_us() - t0) / reps / 300;
+            MESSAGE("threads ", nth, serial_below ? " (small graph: calling thread)" : "", ": ", us_per_node,
+                    " us per small node");
+            for (int i = 0; i < 192; ++i) {
+                double v = i % 5;
+                for (int k = 0; k < 150; ++k)
+                    v = (v + 1) * (k % 2 ? 0.5 : 2.0);
+                if (((float *)y->data)[i] != (float)v) {
+                    FAIL_CHECK("element ", i, " = ", ((float *)y->data)[i], " want ", v);
+                    break;
+                }
+            }
+            ggml_backend_free(cpu);
+            ggml_free(ctx);
         }
-        ggml_backend_free(cpu);
-        ggml_free(ctx);
-    }
 }
 
 TEST_CASE("ggml_graph_compute_with_ctx matches the backend") {

@@ -216,6 +216,7 @@ struct case_result {
 case_result run_case(ggml_backend_t backend, const backend_case & c, int n_threads) {
     backend_case_graph g(c, backend);
     ggml_backend_cpu_set_n_threads(backend, n_threads);
+    ggml_backend_cpu_set_serial_below(backend, 0); // small cases too run on n_threads threads
     // before compute: SET_ROWS writes into its source's memory (CPU buffers are host memory)
     const std::vector<double> want = reference(g.out);
     case_result r = {INFINITY, g.compute(backend) == GGML_STATUS_SUCCESS};

@@ -128,6 +128,10 @@ ggml_backend_buffer_t ggml_backend_alloc_ctx_tensors(ggml_context * ctx, ggml_ba
 // ---- CPU backend -------------------------------------------------------------------------
 ggml_backend_t ggml_backend_cpu_init();
 void ggml_backend_cpu_set_n_threads(ggml_backend_t backend, int n_threads);
+// A graph without mat-mul or attention that writes fewer than n_elements in all runs on the calling thread
+// alone (default GGML_CPU_SERIAL_BELOW_DEFAULT; 0: every graph uses all threads, as tests of threaded kernels want).
+#define GGML_CPU_SERIAL_BELOW_DEFAULT (int64_t(1) << 16)
+void ggml_backend_cpu_set_serial_below(ggml_backend_t backend, int64_t n_elements);
 ggml_backend_buffer_type_t ggml_backend_cpu_buffer_type();
 // wrap existing host memory (e.g. a mmapped GGUF) as a CPU buffer without copying
 ggml_backend_buffer_t ggml_backend_cpu_buffer_from_ptr(void * ptr, size_t size);
