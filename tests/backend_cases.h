@@ -312,8 +312,9 @@ inline std::vector<backend_case> backend_cases() {
         }
     }
 
-    // SOFT_MAX: scale, optional mask (f32/f16, taller than a, broadcast over dims 2,3), causal
-    for (int64_t n0 : sizes) {
+    // SOFT_MAX: scale, optional mask (f32/f16, taller than a, broadcast over dims 2,3), causal; row lengths for
+    // each register width of the CUDA warp-per-row kernel (<= 128, 256, 512, 1024) and the block kernel beyond
+    for (int64_t n0 : {int64_t(1), int64_t(7), int64_t(33), int64_t(200), int64_t(513), int64_t(1000), int64_t(4097)}) {
         for (int64_t n1 : {int64_t(1), int64_t(6)}) {
             const int64_t ne[4] = {n0, n1, 4, 2};
             for (int mask_kind = 0; mask_kind < 4; ++mask_kind) { // none, f32 bcast, f16 bcast, f32 per dim 2
@@ -370,7 +371,8 @@ inline std::vector<backend_case> backend_cases() {
                               {128, 3, 7, 64, 500000.0f, 1.0f},
                               {6, 2, 3, 4, 10000.0f, 0.25f},
                               {2, 1, 1, 2, 10000.0f, 1.0f},
-                              {80, 2, 33, 32, 10000.0f, 0.5f}};
+                              {80, 2, 33, 32, 10000.0f, 0.5f},
+                              {128, 11, 9, 128, 10000.0f, 1.0f}}; // heads in CUDA's groups of 8 and a partial one
     for (const rope_cfg & rc : rcfgs) {
         for (int mode : {GGML_ROPE_TYPE_NORMAL, GGML_ROPE_TYPE_NEOX}) {
             for (bool ff : {false, true}) {

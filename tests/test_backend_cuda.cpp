@@ -714,6 +714,29 @@ ggml_tensor * normed_input(ggml_context * cw, ggml_context * cg, int64_t K, int6
 double wtol(ggml_type wt) { return wt == GGML_TYPE_Q8_0 ? 2e-4 : 1e-6; } // as the q8r / f16 mat-vec cases
 } // namespace
 
+TEST_CASE("f16 prompt GEMMs share one f16 copy of their activation; memory reused by the allocator is converted anew") {
+    // q and k read x (one conversion to f16), then x2 is placed where x was (x is dead after k) and v reads it:
+    // the cached copy of x must not serve v
+    backends be;
+    const int64_t K = 256, N = 64;
+    for (bool galloc : {false, true}) {
+        compare_layer(
+            be, std::string("f16 gemms, shared activation") + (galloc ? " galloc" : ""),
+            [=](ggml_context * cw, ggml_context * cg, ggml_cgraph * gf) {
+                ggml_tensor * x = normed_input(cw, cg, K, N, false);
+                ggml_tensor * q = ggml_mul_mat(cg, leaf(cw, GGML_TYPE_F16, K, 48, 1, "wq"), x);
+                ggml_tensor * k = ggml_mul_mat(cg, leaf(cw, GGML_TYPE_F16, K, 40, 1, "wk"), x);
+                ggml_build_forward_expand(gf, q);
+                ggml_build_forward_expand(gf, k);
+                ggml_tensor * x2 = ggml_mul(cg, ggml_rms_norm(cg, leaf(cg, GGML_TYPE_F32, K, N, 1, "x2"), 1e-5f),
+                                            leaf(cw, GGML_TYPE_F32, K, 1, 1, "norm_w2"));
+                ggml_tensor * v = ggml_mul_mat(cg, leaf(cw, GGML_TYPE_F16, K, 40, 1, "wv"), x2);
+                return std::vector<ggml_tensor *>{q, k, v};
+            },
+            2e-5, galloc);
+    }
+}
+
 TEST_CASE("fused mat-vec group: q/k/v of one normed activation in one launch (repacked q8_0, f16)") {
     backends be;
     struct shape {
@@ -1000,5 +1023,55 @@ TEST_CASE("q rope, k rope into the K cache and v into the V cache in one launch 
             }
         }
     }
+}
+TEST_CASE("decode attention: splits merged by the last block; output quantized for the q8_0 wo mat-vec") {
+    // FLASH_ATTN_EXT -> reshape to [D * n_head, T] -> q8_0 mat-vec (the wo projection of a decode step). The
+    // attention kernel writes the q8s activation itself: bit-identical to quantizing its f32 output, and each
+    // case runs with fresh data on the same backend (a split counter left non-zero would skip the next merge).
+    backends be;
+    ggml_backend_t plain = cuda_init_no_fusion();
+    auto fattn_q8 = [](ggml_backend_t b) {
+        int n = 0;
+        ggml_backend_cuda_get_fusion_stats(b, nullptr, nullptr, nullptr, nullptr, nullptr, &n);
+        return n;
+    };
+    struct fc {
+        int64_t D, n_head, n_head_kv, n_kv, T;
+        bool out_too; // the attention output is also a graph output: no fused quantization
+    };
+    for (fc c : {fc{128, 32, 32, 256, 1, false}, fc{128, 32, 8, 1000, 1, false}, fc{64, 8, 2, 37, 1, false},
+                 fc{256, 4, 1, 300, 2, false}, fc{128, 8, 8, 4096, 1, false}, fc{128, 32, 32, 256, 1, true}}) {
+        for (uint64_t seed : {1, 2}) {
+            const std::string name = "fattn+wo D" + std::to_string(c.D) + " H" + std::to_string(c.n_head) + "/" +
+                                     std::to_string(c.n_head_kv) + " kv" + std::to_string(c.n_kv) + " T" +
+                                     std::to_string(c.T) + (c.out_too ? " fattn also output" : "") + " seed " +
+                                     std::to_string(seed);
+            const layer_fn build = [=](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
+                ggml_tensor * q = ggml_permute(cg, leaf(cg, GGML_TYPE_F32, c.D, c.n_head, c.T, "q"), 0, 2, 1, 3);
+                ggml_tensor * kc = leaf(cg, GGML_TYPE_F16, c.D * c.n_head_kv, c.n_kv + 5, 1, "kc");
+                ggml_tensor * vc = leaf(cg, GGML_TYPE_F16, c.D * c.n_head_kv, c.n_kv + 5, 1, "vc");
+                ggml_tensor * k = ggml_view_3d(cg, kc, c.D, c.n_kv, c.n_head_kv, kc->nb[1], c.D * 2, 0);
+                ggml_tensor * v = ggml_view_3d(cg, vc, c.D, c.n_kv, c.n_head_kv, vc->nb[1], c.D * 2, 0);
+                ggml_tensor * m = leaf(cg, GGML_TYPE_F32, c.n_kv, c.T, 1, "maskx");
+                ggml_tensor * fa = ggml_flash_attn_ext(cg, q, k, v, m, 1.0f / std::sqrt((float)c.D), -1);
+                ggml_tensor * x = ggml_reshape_2d(cg, fa, c.D * c.n_head, c.T); // [D * n_head, T]
+                ggml_tensor * o = ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, c.D * c.n_head, 333, 1, "wo"), x);
+                if (c.out_too) return std::vector<ggml_tensor *>{o, fa};
+                return std::vector<ggml_tensor *>{o};
+            };
+            const int before = fattn_q8(be.cuda);
+            compare_layer(be, name, build, 2e-4, false, seed);
+            INFO(name);
+            // counted when run eagerly or captured: the second seed may replay the first one's CUDA graph
+            if (seed == 1) CHECK((fattn_q8(be.cuda) > before) == !c.out_too);
+            const layer_result fused = run_layer(be.cuda, build, seed + 10);
+            const layer_result sep = run_layer(plain, build, seed + 10);
+            REQUIRE(fused.ok);
+            REQUIRE(sep.ok);
+            CHECK(fattn_q8(plain) == 0);
+            CHECK(fused.values == sep.values);
+        }
+    }
+    ggml_backend_free(plain);
 }
 #endif

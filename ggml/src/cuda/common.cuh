@@ -30,6 +30,7 @@
 #define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
 
 #define WARP_SIZE 32
+#define GGML_CUDA_N_COUNTERS 1024
 
 // Scratch memory for one graph_compute: a bump allocator over one device block. Addresses are
 // stable between calls with the same sequence of requests (CUDA graphs rely on that). When a
@@ -80,7 +81,8 @@ struct ggml_cuda_pool {
 struct ggml_cuda_graph_cache; // ggml-cuda.cu
 struct ggml_cuda_profile;     // ggml-cuda.cu
 
-// last activation quantized for the q8_0 mat-vec (within one graph_compute; lives in the pool)
+// last activation quantized for the q8_0 mat-vec, or converted to f16 for a cuBLAS GEMM (within one
+// graph_compute; lives in the pool)
 struct ggml_cuda_qcache {
     const void * src = nullptr;
     size_t bytes = 0;
@@ -94,18 +96,20 @@ struct ggml_cuda_context {
     cudaStream_t stream = nullptr;
     cublasHandle_t cublas = nullptr;
     void * cublas_ws = nullptr;
+    int * counters = nullptr; // GGML_CUDA_N_COUNTERS ints, zero between kernels: "last block" counts (fattn.cu)
     ggml_cuda_pool pool;
-    ggml_cuda_qcache qcache;
+    ggml_cuda_qcache qcache; // q8s activations (quantized_b in mulmat.cu)
+    ggml_cuda_qcache hcache; // f16 activations of f16-weight GEMMs (prompts: q/k/v and gate/up share one)
     int n_sm = 0;
     bool use_graphs = true;
     bool use_fusion = true;
     bool use_pdl = false; // programmatic dependent launch (sm_90+, not GGML_CUDA_NO_PDL): see ggml_cuda_launch
     bool mmvq_v1 = false; // GGML_CUDA_MMVQ_V1=1: the first mmvq kernel (for comparisons)
-    int mmvq_u = 4;       // GGML_CUDA_MMVQ=5: v5 kernel for N = 1; =2/4/8: v6 with that many loads in flight
+    int mmvq_u = 2;       // GGML_CUDA_MMVQ=5: v5 kernel for N = 1; =2/4/8: v6 with that many loads in flight
     // fused groups run (plan_fusions in ggml-cuda.cu), counted when launched eagerly or captured, not per replay:
     // mat-vecs sharing one activation, gate/up mat-vecs + SWIGLU, norms that also wrote the q8s activation
-    int n_fused_mmv_group = 0, n_fused_swiglu = 0, n_fused_norm_q8 = 0, n_fused_rope_store = 0,
-        n_fused_rope_qkv = 0;
+    int n_fused_mmv_group = 0, n_fused_swiglu = 0, n_fused_norm_q8 = 0, n_fused_rope_store = 0, n_fused_rope_qkv = 0,
+        n_fused_fattn_q8 = 0;
     ggml_cuda_graph_cache * graphs = nullptr;
     ggml_cuda_profile * prof = nullptr; // GGML_CUDA_PROFILE=1: per-op GPU times, printed at free
 };
@@ -169,6 +173,35 @@ inline cuda_shape cuda_shape_of(const ggml_tensor * t) {
         s.nb[i] = (int64_t)t->nb[i];
     }
     return s;
+}
+
+// (i1, i2, i3) of the flat row index r = i1 + ne1 * (i2 + ne2 * i3). 32-bit divisions when r and the counts fit:
+// the 64-bit ones are emulated, several times slower, and made rope of a 512-token prompt compute-bound (ncu).
+static __device__ __forceinline__ void unravel_row(int64_t r, int64_t ne1, int64_t ne2, int64_t & i1, int64_t & i2,
+                                                   int64_t & i3) {
+    if (r <= UINT32_MAX && ne1 <= UINT32_MAX && ne2 <= UINT32_MAX) {
+        const uint32_t a = (uint32_t)r, n1 = (uint32_t)ne1, n2 = (uint32_t)ne2;
+        const uint32_t q = a / n1, q2 = q / n2;
+        i1 = a - q * n1;
+        i2 = q - q2 * n2;
+        i3 = q2;
+    } else {
+        i1 = r % ne1;
+        i2 = (r / ne1) % ne2;
+        i3 = r / (ne1 * ne2);
+    }
+}
+static __device__ __forceinline__ int64_t cuda_ceil_div_d(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// (q, r) of a / b, in 32 bits when both fit
+static __device__ __forceinline__ void divmod(int64_t a, int64_t b, int64_t & q, int64_t & r) {
+    if (a <= UINT32_MAX && b <= UINT32_MAX) {
+        const uint32_t q32 = (uint32_t)a / (uint32_t)b;
+        q = q32;
+        r = (uint32_t)a - q32 * (uint32_t)b;
+    } else {
+        q = a / b;
+        r = a % b;
+    }
 }
 
 static __device__ __forceinline__ float warp_sum(float v) {

@@ -1,15 +1,19 @@
 // cpy.cu - see cpy.cuh.
 #include "cpy.cuh"
 
-// flat element index -> byte offset in a strided tensor
+// flat element index -> byte offset in a strided tensor (32-bit divisions where they fit: common.cuh)
 static __device__ __forceinline__ int64_t flat_offset(int64_t i, const cuda_shape & s) {
-    const int64_t i0 = i % s.ne[0];
-    i /= s.ne[0];
-    const int64_t i1 = i % s.ne[1];
-    i /= s.ne[1];
-    const int64_t i2 = i % s.ne[2];
-    const int64_t i3 = i / s.ne[2];
+    int64_t r, i0, i1, i2, i3;
+    divmod(i, s.ne[0], r, i0);
+    unravel_row(r, s.ne[1], s.ne[2], i1, i2, i3);
     return i0 * s.nb[0] + i1 * s.nb[1] + i2 * s.nb[2] + i3 * s.nb[3];
+}
+
+// both dense: element i at i (an f32 -> f16 activation copy for cuBLAS ran 5x under bandwidth through
+// flat_offset's 64-bit divisions)
+template <typename Ts, typename Td> static __global__ void k_cpy_dense(const Ts * src, Td * dst, int64_t n) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] = from_f32<Td>(to_f32<Ts>(src[i]));
 }
 
 template <typename Ts, typename Td>
@@ -22,13 +26,9 @@ static __global__ void k_cpy(const char * src, char * dst, cuda_shape ss, cuda_s
 
 // Quantized shapes: ne0 counts elements, nb0 is the block size; block b covers elements 32b..32b+31.
 static __device__ __forceinline__ int64_t flat_block_offset(int64_t b, const cuda_shape & s) {
-    const int64_t nbl = s.ne[0] / 32;
-    const int64_t i0 = b % nbl;
-    b /= nbl;
-    const int64_t i1 = b % s.ne[1];
-    b /= s.ne[1];
-    const int64_t i2 = b % s.ne[2];
-    const int64_t i3 = b / s.ne[2];
+    int64_t r, i0, i1, i2, i3;
+    divmod(b, s.ne[0] / 32, r, i0);
+    unravel_row(r, s.ne[1], s.ne[2], i1, i2, i3);
     return i0 * s.nb[0] + i1 * s.nb[1] + i2 * s.nb[2] + i3 * s.nb[3];
 }
 
@@ -125,8 +125,19 @@ void ggml_cuda_convert(ggml_cuda_context & ctx, const ggml_tensor * src, void * 
         return;
     }
     const int bs = 256;
-    if (st == GGML_TYPE_Q8_0 && dt == GGML_TYPE_F16 && ggml_is_contiguous(src) &&
-        same_layout(ds, ggml_cuda_contig_shape(dt, ds.ne)) && (uintptr_t)d % 16 == 0) {
+    const bool dense = ggml_is_contiguous(src) && same_layout(ds, ggml_cuda_contig_shape(dt, ds.ne));
+    if (dense && is_float(st) && is_float(dt)) {
+        const unsigned g = (unsigned)cuda_ceil_div(n, bs);
+        if (st == GGML_TYPE_F32 && dt == GGML_TYPE_F16)
+            k_cpy_dense<float, half><<<g, bs, 0, stream>>>((const float *)s, (half *)d, n);
+        else if (st == GGML_TYPE_F16 && dt == GGML_TYPE_F32)
+            k_cpy_dense<half, float><<<g, bs, 0, stream>>>((const half *)s, (float *)d, n);
+        else if (st == GGML_TYPE_F32)
+            k_cpy_dense<float, float><<<g, bs, 0, stream>>>((const float *)s, (float *)d, n);
+        else
+            k_cpy_dense<half, half><<<g, bs, 0, stream>>>((const half *)s, (half *)d, n);
+    } else if (st == GGML_TYPE_Q8_0 && dt == GGML_TYPE_F16 && ggml_is_contiguous(src) &&
+               same_layout(ds, ggml_cuda_contig_shape(dt, ds.ne)) && (uintptr_t)d % 16 == 0) {
         k_dequantize_q8_0_f16_dense<<<cuda_ceil_div(n / 8, bs), bs, 0, stream>>>(s, (uint4 *)d, n / 8);
     } else if (st == GGML_TYPE_Q8_0 && dt == GGML_TYPE_Q8_0) {
         k_copy_q8_0<<<cuda_ceil_div(n / 32, bs), bs, 0, stream>>>(s, d, ss, ds, n / 32);

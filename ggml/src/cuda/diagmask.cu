@@ -3,11 +3,8 @@
 
 template <typename T>
 static __global__ void k_diag_mask_inf(const char * x, char * y, cuda_shape xs, cuda_shape ys, int n_past) {
-    int64_t r = blockIdx.x;
-    const int64_t i1 = r % xs.ne[1];
-    r /= xs.ne[1];
-    const int64_t i2 = r % xs.ne[2];
-    const int64_t i3 = r / xs.ne[2];
+    int64_t i1, i2, i3;
+    unravel_row(blockIdx.x, xs.ne[1], xs.ne[2], i1, i2, i3);
     const char * xr = x + i1 * xs.nb[1] + i2 * xs.nb[2] + i3 * xs.nb[3];
     char * yr = y + i1 * ys.nb[1] + i2 * ys.nb[2] + i3 * ys.nb[3];
     for (int64_t i = threadIdx.x; i < xs.ne[0]; i += blockDim.x) {

@@ -5,9 +5,11 @@
 // (running max m and sum l per query). PV: lane owns dims lane, lane+32, ...
 #include "cpy.cuh"
 #include "fattn.cuh"
+#include "quantize.cuh"
 #include "softmax.cuh"
 
 #include <cstdlib>
+#include <unordered_map>
 
 #define FA_WARPS 8
 #define FA_TILE 32
@@ -17,9 +19,12 @@ struct fa_params {
     const char * k;
     const char * v;
     const char * mask;
-    float * dst;  // final output (n_split == 1)
-    float * part; // [n_split][n_q][D] partial accumulators (n_split > 1)
-    float2 * ml;  // [n_split][n_q] (m, l)
+    float * dst;    // final output (n_split == 1)
+    float * part;   // [n_split][n_q][D] partial accumulators (n_split > 1)
+    float2 * ml;    // [n_split][n_q] (m, l)
+    int * counters; // decode kernel with n_split > 1: one per kv head, 0 between launches (see k_fattn_vec)
+    int8_t * q8s;   // decode kernel, optional: the output also quantized for the next mat-vec (quantize.cuh's
+    float * q8d;    // split layout, rows = tokens of n_head * D values)
     cuda_shape qs, ks, vs, ms, ds;
     int D, n_kv, n_tokens, n_head, r, n_split, kv_per_split, causal_n_past, mask_f16;
     float scale;
@@ -150,9 +155,11 @@ static __global__ void k_fattn_combine(fa_params p) {
 }
 
 // ---- decode path: few queries per kv head ------------------------------------------------------
-// Block = W warps for one (kv head, KV split); warp w takes keys kv0 + w, kv0 + w + W, ... and loads the
-// next key's rows before it uses the current ones. W = 16 for one or two queries per kv head (decode with
-// MHA: short contexts need no split and no combine launch), else 4 (shared memory for the merge).
+// Block = W warps for one (kv head, KV split). Warp w takes the groups of KB consecutive keys kv0 + (g*W + w)*KB
+// .. + KB-1 (g = 0, 1, ...); the next group's 2*KB rows are loaded before the current group is used, so a warp
+// has up to 4*KB K/V rows in flight: decode attention is a chain of load latencies, and one key per warp and
+// step (the first version) spent 12.7 us on 256 keys of Llama-2-7B's 32 heads on an H200. W = 16 for one or
+// two queries per kv head (decode with MHA: short contexts need no split and no combine launch), else 4.
 // Lane l owns dims [l*E, l*E + E) (E = D/32) of K, V, q and the accumulators, so a key's K and V rows
 // are each read by the warp as one contiguous row; scores are warp sums. All NQ queries of the kv head
 // (NQ >= n_tokens * r) use each K/V row once loaded. The warps' (m, l, acc) meet in shared memory;
@@ -178,7 +185,57 @@ static __device__ __forceinline__ void load_row(const char * row, int lane, floa
     }
 }
 
-template <typename T, int E, int NQ, int W> static __global__ void __launch_bounds__(W * 32) k_fattn_vec(fa_params p) {
+// the K and V rows of keys key0 .. key0 + KB - 1; zeros for keys >= kv1 (their weight is 0, and 0 * zero stays 0)
+template <typename T, int E, int KB>
+static __device__ __forceinline__ void load_group(const char * kb, const char * vb, int64_t ks, int64_t vs, int key0,
+                                                  int kv1, int lane, float (&kr)[KB][E], float (&vr)[KB][E]) {
+#pragma unroll
+    for (int b = 0; b < KB; ++b) {
+        if (key0 + b < kv1) {
+            load_row<T, E>(kb + (key0 + b) * ks, lane, kr[b]);
+            load_row<T, E>(vb + (key0 + b) * vs, lane, vr[b]);
+        } else {
+#pragma unroll
+            for (int i = 0; i < E; ++i)
+                kr[b][i] = vr[b][i] = 0.0f;
+        }
+    }
+}
+
+// output o of query j (of kv head hk), dim d; with p.q8s also quantized: called by all 32 lanes of a warp at
+// once for 32 consecutive d of one query (one q8 block: D % 32 == 0)
+static __device__ __forceinline__ void fattn_vec_store(const fa_params & p, int hk, int j, int d, float o) {
+    const int t = j / p.r, h = hk * p.r + j % p.r;
+    *(float *)((char *)p.dst + d * p.ds.nb[0] + h * p.ds.nb[1] + t * p.ds.nb[2]) = o;
+    if (p.q8s) {
+        const float amax = warp_max(fabsf(o));
+        const float sc = q8s_scale(amax);
+        const int64_t i = (int64_t)t * p.n_head * p.D + h * p.D + d; // element of the [n_head * D, T] rows
+        p.q8s[i] = q8s_quant(o, amax, sc);
+        if (d % 32 == 0) p.q8d[i / 32] = sc;
+    }
+}
+
+// the mask values of keys key0 .. key0 + KB - 1 for the NQ queries (0 without a mask or past kv1), loaded with the
+// group's K/V rows: read where they are used, each group's scores waited for a dependent global load (decode at
+// a 4096-token depth ran at a third of the KV bandwidth)
+template <int NQ, int KB>
+static __device__ __forceinline__ void load_mask(const fa_params & p, const char * const (&mrow)[NQ], int key0, int kv1,
+                                                 float (&mk)[NQ][KB]) {
+#pragma unroll
+    for (int j = 0; j < NQ; ++j)
+#pragma unroll
+        for (int b = 0; b < KB; ++b) {
+            const int key = key0 + b;
+            mk[j][b] = 0.0f;
+            if (key < kv1 && mrow[j])
+                mk[j][b] = p.mask_f16 ? __half2float(*(const half *)(mrow[j] + key * p.ms.nb[0]))
+                                      : *(const float *)(mrow[j] + key * p.ms.nb[0]);
+        }
+}
+
+template <typename T, int E, int NQ, int W, int KB>
+static __global__ void __launch_bounds__(W * 32) k_fattn_vec(fa_params p) {
     constexpr int D = 32 * E;
     __shared__ float s_acc[W][NQ][D];
     __shared__ float s_ml[W][NQ][2];
@@ -211,41 +268,60 @@ template <typename T, int E, int NQ, int W> static __global__ void __launch_boun
     const int kv1 = min(p.n_kv, kv0 + p.kv_per_split);
     const char * kb = p.k + hk * p.ks.nb[2];
     const char * vb = p.v + hk * p.vs.nb[2];
-    float kr[E], vr[E];
-    if (kv0 + warp < kv1) {
-        load_row<T, E>(kb + (kv0 + warp) * p.ks.nb[1], lane, kr);
-        load_row<T, E>(vb + (kv0 + warp) * p.vs.nb[1], lane, vr);
-    }
-    for (int key = kv0 + warp; key < kv1; key += W) {
-        float kn[E], vn[E]; // the next key's rows, in flight while this one is used
-        if (key + W < kv1) {
-            load_row<T, E>(kb + (key + W) * p.ks.nb[1], lane, kn);
-            load_row<T, E>(vb + (key + W) * p.vs.nb[1], lane, vn);
-        }
+    const int64_t ks = p.ks.nb[1], vs = p.vs.nb[1];
+    float kr[KB][E], vr[KB][E], mk[NQ][KB];
+    int key0 = kv0 + warp * KB;
+    load_group<T, E, KB>(kb, vb, ks, vs, key0, kv1, lane, kr, vr);
+    load_mask<NQ, KB>(p, mrow, key0, kv1, mk);
+    for (; key0 < kv1; key0 += W * KB) {
+        float kn[KB][E], vn[KB][E], mn[NQ][KB]; // the next group's rows and mask, in flight while this one is used
+        load_group<T, E, KB>(kb, vb, ks, vs, key0 + W * KB, kv1, lane, kn, vn);
+        load_mask<NQ, KB>(p, mrow, key0 + W * KB, kv1, mn);
 #pragma unroll
         for (int j = 0; j < NQ; ++j) {
-            float s = 0.0f;
+            float s[KB];
+            float s_max = -INFINITY;
 #pragma unroll
-            for (int i = 0; i < E; ++i)
-                s += q[j][i] * kr[i];
-            s = warp_sum(s);
-            if (mrow[j])
-                s += p.mask_f16 ? __half2float(*(const half *)(mrow[j] + key * p.ms.nb[0]))
-                                : *(const float *)(mrow[j] + key * p.ms.nb[0]);
-            if (key > last[j]) s = -INFINITY;
-            const float m_new = fmaxf(m[j], s);
+            for (int b = 0; b < KB; ++b) {
+                const int key = key0 + b;
+                float d = 0.0f;
+#pragma unroll
+                for (int i = 0; i < E; ++i)
+                    d += q[j][i] * kr[b][i];
+                d = warp_sum(d) + mk[j][b];
+                s[b] = key < kv1 && key <= last[j] ? d : -INFINITY;
+                s_max = fmaxf(s_max, s[b]);
+            }
+            const float m_new = fmaxf(m[j], s_max);
             if (m_new == -INFINITY) continue; // nothing visible yet (uniform over the warp)
-            const float alpha = expf(m[j] - m_new), pj = expf(s - m_new);
-            l[j] = l[j] * alpha + pj;
+            const float alpha = expf(m[j] - m_new);
+            float pb[KB], psum = 0.0f;
+#pragma unroll
+            for (int b = 0; b < KB; ++b) {
+                pb[b] = expf(s[b] - m_new); // 0 for -inf scores
+                psum += pb[b];
+            }
+            l[j] = l[j] * alpha + psum;
             m[j] = m_new;
 #pragma unroll
-            for (int i = 0; i < E; ++i)
-                acc[j][i] = acc[j][i] * alpha + pj * vr[i];
+            for (int i = 0; i < E; ++i) {
+                float a = acc[j][i] * alpha;
+#pragma unroll
+                for (int b = 0; b < KB; ++b)
+                    a += pb[b] * vr[b][i];
+                acc[j][i] = a;
+            }
         }
 #pragma unroll
-        for (int i = 0; i < E; ++i) {
-            kr[i] = kn[i];
-            vr[i] = vn[i];
+        for (int b = 0; b < KB; ++b) {
+#pragma unroll
+            for (int i = 0; i < E; ++i) {
+                kr[b][i] = kn[b][i];
+                vr[b][i] = vn[b][i];
+            }
+#pragma unroll
+            for (int j = 0; j < NQ; ++j)
+                mk[j][b] = mn[j][b];
         }
     }
 
@@ -260,7 +336,8 @@ template <typename T, int E, int NQ, int W> static __global__ void __launch_boun
         }
     }
     __syncthreads();
-    // merge the warps: thread e handles (query j, dim d) pairs
+    // merge the warps: thread e handles (query j, dim d) pairs; a warp's 32 e are 32 consecutive d of one query
+    const int64_t nq_all = (int64_t)n_q * gridDim.y;
     for (int e = threadIdx.x; e < n_q * D; e += blockDim.x) {
         const int j = e / D, d = e % D;
         float M = -INFINITY;
@@ -277,42 +354,90 @@ template <typename T, int E, int NQ, int W> static __global__ void __launch_boun
                 den += sc * s_ml[w][j][1];
             }
         }
-        const int t = j / p.r, h = hk * p.r + j % p.r;
         if (p.n_split == 1) {
-            *(float *)((char *)p.dst + d * p.ds.nb[0] + h * p.ds.nb[1] + t * p.ds.nb[2]) = den > 0.0f ? num / den : 0.0f;
+            fattn_vec_store(p, hk, j, d, den > 0.0f ? num / den : 0.0f);
         } else {
             const int64_t qg = (int64_t)hk * n_q + j;
-            const int64_t nq_all = (int64_t)n_q * gridDim.y;
             p.part[((int64_t)split * nq_all + qg) * D + d] = num;
             if (d == 0) p.ml[split * nq_all + qg] = make_float2(M, den);
         }
     }
-}
-
-// warps per block of the decode kernel for n_q queries per kv head
-static int fattn_vec_warps(int n_q) { return n_q <= 2 ? 16 : 4; }
-
-template <typename T, int E>
-static void launch_fattn_vec(const ggml_cuda_context & ctx, const fa_params & p, dim3 grid) {
-    const int n_q = p.n_tokens * p.r;
-    if (n_q <= 1)
-        ggml_cuda_launch(ctx, k_fattn_vec<T, E, 1, 16>, grid, dim3(16 * 32), 0, p);
-    else if (n_q <= 2)
-        ggml_cuda_launch(ctx, k_fattn_vec<T, E, 2, 16>, grid, dim3(16 * 32), 0, p);
-    else if (n_q <= 4)
-        ggml_cuda_launch(ctx, k_fattn_vec<T, E, 4, 4>, grid, dim3(4 * 32), 0, p);
-    else
-        ggml_cuda_launch(ctx, k_fattn_vec<T, E, 8, 4>, grid, dim3(4 * 32), 0, p);
-}
-
-template <typename T> static void launch_fattn_vec_d(const ggml_cuda_context & ctx, const fa_params & p, dim3 grid) {
-    switch (p.D) {
-        case 32: launch_fattn_vec<T, 1>(ctx, p, grid); break;
-        case 64: launch_fattn_vec<T, 2>(ctx, p, grid); break;
-        case 128: launch_fattn_vec<T, 4>(ctx, p, grid); break;
-        case 256: launch_fattn_vec<T, 8>(ctx, p, grid); break;
-        default: GGML_ABORT("fattn vec: D %d", p.D);
+    if (p.n_split == 1) return;
+    // the last block of this kv head to finish merges the splits (no combine launch); it resets the counter
+    __shared__ bool s_last;
+    __threadfence(); // this block's partials, visible before its count
+    __syncthreads();
+    if (threadIdx.x == 0) s_last = atomicAdd(p.counters + hk, 1) == p.n_split - 1;
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    for (int e = threadIdx.x; e < n_q * D; e += blockDim.x) {
+        const int j = e / D, d = e % D;
+        const int64_t qg = (int64_t)hk * n_q + j;
+        float M = -INFINITY;
+        for (int sp = 0; sp < p.n_split; ++sp)
+            M = fmaxf(M, __ldcg(&p.ml[sp * nq_all + qg]).x);
+        float num = 0.0f, den = 0.0f;
+        if (M != -INFINITY) {
+            for (int sp = 0; sp < p.n_split; ++sp) {
+                const float2 ml = __ldcg(&p.ml[sp * nq_all + qg]);
+                const float sc = ml.x == -INFINITY ? 0.0f : expf(ml.x - M);
+                num += sc * __ldcg(&p.part[(sp * nq_all + qg) * D + d]);
+                den += sc * ml.y;
+            }
+        }
+        fattn_vec_store(p, hk, j, d, den > 0.0f ? num / den : 0.0f);
     }
+    if (threadIdx.x == 0) p.counters[hk] = 0;
+}
+
+// keys a warp holds per step (K/V rows of two groups in registers: 4 x KB x E floats, and 2 x NQ x KB mask values)
+static constexpr int fattn_vec_kb(int E, int NQ) { return E <= 4 && NQ <= 2 ? 4 : E * NQ > 32 ? 1 : 2; }
+
+// the decode kernel for n_q queries per kv head: W = 16 warps for one or two, else 4 (shared memory for the merge)
+typedef void (*fattn_vec_fn)(fa_params);
+template <typename T, int E> static fattn_vec_fn fattn_vec_pick(int n_q, int & W, int & KB) {
+    W = n_q <= 2 ? 16 : 4;
+    KB = fattn_vec_kb(E, n_q <= 1 ? 1 : n_q <= 2 ? 2 : n_q <= 4 ? 4 : 8);
+    if (n_q <= 1) return k_fattn_vec<T, E, 1, 16, fattn_vec_kb(E, 1)>;
+    if (n_q <= 2) return k_fattn_vec<T, E, 2, 16, fattn_vec_kb(E, 2)>;
+    if (n_q <= 4) return k_fattn_vec<T, E, 4, 4, fattn_vec_kb(E, 4)>;
+    return k_fattn_vec<T, E, 8, 4, fattn_vec_kb(E, 8)>;
+}
+template <typename T> static fattn_vec_fn fattn_vec_pick_d(int D, int n_q, int & W, int & KB) {
+    switch (D) {
+        case 32: return fattn_vec_pick<T, 1>(n_q, W, KB);
+        case 64: return fattn_vec_pick<T, 2>(n_q, W, KB);
+        case 128: return fattn_vec_pick<T, 4>(n_q, W, KB);
+        case 256: return fattn_vec_pick<T, 8>(n_q, W, KB);
+        default: GGML_ABORT("fattn vec: D %d", D);
+    }
+}
+
+// Decode: KV splits so that the grid is one wave of resident blocks (occupancy of the kernel), at least one
+// group of KB keys per warp and split; the last block of each kv head merges the splits (p.counters).
+static void fattn_vec(ggml_cuda_context & ctx, fa_params & p, ggml_type kv_type) {
+    const int n_q = p.n_tokens * p.r, n_head_kv = p.n_head / p.r;
+    int W = 0, KB = 0;
+    const fattn_vec_fn fn =
+        kv_type == GGML_TYPE_F16 ? fattn_vec_pick_d<half>(p.D, n_q, W, KB) : fattn_vec_pick_d<float>(p.D, n_q, W, KB);
+    static thread_local std::unordered_map<const void *, int> occupancy; // blocks per SM of each kernel
+    int & occ = occupancy[(const void *)fn];
+    if (occ == 0) {
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, W * 32, 0));
+        occ = std::max(occ, 1);
+    }
+    int64_t n_split = std::min<int64_t>(occ * ctx.n_sm / n_head_kv, cuda_ceil_div(p.n_kv, W * KB));
+    if (n_split < 1 || n_head_kv > GGML_CUDA_N_COUNTERS) n_split = 1;
+    p.kv_per_split = (int)(cuda_ceil_div(cuda_ceil_div(p.n_kv, n_split), KB) * KB);
+    p.n_split = (int)cuda_ceil_div(p.n_kv, p.kv_per_split);
+    if (p.n_split > 1) {
+        const int64_t nq_all = (int64_t)n_q * n_head_kv;
+        p.part = (float *)ctx.pool.alloc(sizeof(float) * p.n_split * nq_all * p.D);
+        p.ml = (float2 *)ctx.pool.alloc(sizeof(float2) * p.n_split * nq_all);
+        p.counters = ctx.counters;
+    }
+    ggml_cuda_launch(ctx, fn, dim3(1, n_head_kv, p.n_split), dim3(W * 32), 0, p);
 }
 
 // the decode kernel takes D in {32, 64, 128, 256}, dense K/V rows and at most 8 queries per kv head
@@ -362,7 +487,8 @@ static void fattn_gemm(ggml_cuda_context & ctx, const fa_params & p, const ggml_
     }
 }
 
-GGML_CUDA_OP(flash_attn_ext) {
+// q8s/q8d: where the decode kernel also writes the output quantized (nullptr: not wanted); returns whether it did
+static bool flash_attn_ext(ggml_cuda_context & ctx, ggml_tensor * dst, int8_t * q8s, float * q8d) {
     const ggml_tensor * q = dst->src[0];
     const ggml_tensor * k = dst->src[1];
     const ggml_tensor * v = dst->src[2];
@@ -392,28 +518,15 @@ GGML_CUDA_OP(flash_attn_ext) {
     static const bool no_vec = std::getenv("GGML_CUDA_FATTN_NO_VEC") != nullptr; // A/B against the tile kernel
     if (fattn_gemm_ok(p, k, v, dst) && !no_vec) {
         fattn_gemm(ctx, p, q, k, v, mask, dst);
-        return;
+        return false;
     }
     if (fattn_vec_ok(p, k, v) && !no_vec) {
-        // splits of >= 16 keys per warp until the grid covers the SMs twice
-        const int W = fattn_vec_warps(n_q);
-        int n_split = (int)std::min<int64_t>(cuda_ceil_div(2 * ctx.n_sm, n_head_kv), cuda_ceil_div(p.n_kv, 16 * W));
-        n_split = std::max(n_split, 1);
-        p.kv_per_split = (int)cuda_ceil_div(p.n_kv, n_split);
-        n_split = (int)cuda_ceil_div(p.n_kv, p.kv_per_split);
-        p.n_split = n_split;
-        if (n_split > 1) {
-            const int64_t nq_all = (int64_t)n_q * n_head_kv;
-            p.part = (float *)ctx.pool.alloc(sizeof(float) * n_split * nq_all * p.D);
-            p.ml = (float2 *)ctx.pool.alloc(sizeof(float2) * n_split * nq_all);
+        if (q8s && ggml_is_contiguous(dst)) {
+            p.q8s = q8s;
+            p.q8d = q8d;
         }
-        const dim3 grid(1, n_head_kv, n_split);
-        if (k->type == GGML_TYPE_F16)
-            launch_fattn_vec_d<half>(ctx, p, grid);
-        else
-            launch_fattn_vec_d<float>(ctx, p, grid);
-        if (n_split > 1) ggml_cuda_launch(ctx, k_fattn_combine, dim3(n_q * n_head_kv, 1), dim3(128), 0, p);
-        return;
+        fattn_vec(ctx, p, k->type);
+        return p.q8s != nullptr;
     }
     const int gx = (int)cuda_ceil_div(n_q, FA_WARPS);
     // split the KV range when the grid alone would not fill the GPU (decode)
@@ -446,4 +559,14 @@ GGML_CUDA_OP(flash_attn_ext) {
     }
     CUDA_CHECK_LAUNCH();
     if (n_split > 1) ggml_cuda_launch(ctx, k_fattn_combine, dim3(n_q * n_head_kv, 1), dim3(128), 0, p);
+    return false;
+}
+
+GGML_CUDA_OP(flash_attn_ext) { flash_attn_ext(ctx, dst, nullptr, nullptr); }
+
+void * ggml_cuda_op_flash_attn_ext_q8(ggml_cuda_context & ctx, ggml_tensor * dst) {
+    const int64_t n = dst->ne[0] * dst->ne[1], rows = dst->ne[2] * dst->ne[3]; // [D * n_head, n_tokens] rows
+    void * q = ctx.pool.alloc(ggml_cuda_q8s_size(rows, n));
+    if (n % 32 != 0 || !flash_attn_ext(ctx, dst, (int8_t *)q, (float *)((char *)q + rows * n))) return nullptr;
+    return q;
 }

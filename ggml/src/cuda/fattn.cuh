@@ -11,3 +11,7 @@
 #define FATTN_MAX_D 256
 
 GGML_CUDA_OP(flash_attn_ext);
+// The same, and where the decode kernel runs (contiguous dst) also its output quantized for the repacked q8_0
+// mat-vec that reads it as [D * n_head, n_tokens] rows (quantize.cuh's split layout, pool memory); nullptr when
+// not (the output is then only written as f32).
+void * ggml_cuda_op_flash_attn_ext_q8(ggml_cuda_context & ctx, ggml_tensor * dst);

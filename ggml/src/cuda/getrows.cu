@@ -10,11 +10,8 @@ template <int TYPE> // 0 f32, 1 f16, 2 q8_0, 3 repacked q8_0 (q8repack.cuh)
 static __global__ void k_get_rows(const char * src, const char * idx, char * dst, cuda_shape ss, cuda_shape is,
                                   cuda_shape ds) {
     pdl_start();
-    int64_t r = blockIdx.x;
-    const int64_t i10 = r % ds.ne[1];
-    r /= ds.ne[1];
-    const int64_t i11 = r % ds.ne[2];
-    const int64_t i12 = r / ds.ne[2];
+    int64_t i10, i11, i12;
+    unravel_row(blockIdx.x, ds.ne[1], ds.ne[2], i10, i11, i12);
     const int64_t row = *(const int32_t *)(idx + i10 * is.nb[0] + i11 * is.nb[1] + i12 * is.nb[2]);
     const char * sr = src + row * ss.nb[1] + (i11 % ss.ne[2]) * ss.nb[2] + (i12 % ss.ne[3]) * ss.nb[3];
     const int64_t flat = row + ((i11 % ss.ne[2]) + (i12 % ss.ne[3]) * ss.ne[2]) * ss.ne[1]; // repacked row

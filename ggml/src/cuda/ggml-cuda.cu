@@ -22,6 +22,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -256,6 +257,7 @@ static std::string profile_label(const ggml_tensor * t, int fused) {
         case 8: return "ROPE+SET_ROWS";
         case 9:
         case 10: return "ROPE q+ROPE k+SET_ROWS k,v";
+        case 11: return "FLASH_ATTN_EXT+Q8S";
         default: break;
     }
     std::string l = ggml_op_name(t->op);
@@ -279,7 +281,7 @@ static ggml_status profile_graph(ggml_cuda_context & ctx, ggml_cgraph * gf, cons
     }
     const int64_t t0 = ggml_time_us();
     ctx.pool.reset();
-    ctx.qcache = {};
+    ctx.qcache = ctx.hcache = {};
     std::vector<int> idx;
     CUDA_CHECK(cudaEventRecord(p.ev[0], ctx.stream));
     for (int i = 0; i < n; ++i) {
@@ -418,7 +420,9 @@ static void run_node(ggml_cuda_context & ctx, ggml_tensor * t) {
 //      writes the rotated rows into their cells, the rope result is not written (no other reader, no output);
 //   9 / 10: ROPE(q), view, then code 8's three nodes for k, then [view,] SET_ROWS(v) (7 / 6 nodes): one launch
 //      (ggml_cuda_op_rope_qkv). Computing k and v at q's place is safe: their inputs are ready, and their
-//      outputs are cache cells, not allocator memory.
+//      outputs are cache cells, not allocator memory;
+//   11: node i (FLASH_ATTN_EXT) and i+1 (its reshape to [D * n_head, n_tokens] rows): the attention kernel also
+//      quantizes its output (q8s) into ctx.qcache for the repacked q8_0 mat-vecs that are the only readers.
 // Only adjacent nodes are fused: computing node i+1 / i+2 at node i's place is then safe (their inputs are
 // ready, and the allocator cannot have handed their outputs memory that node i still reads). One exception,
 // checked by ggml_cuda_mul_mat_swiglu_ok: SWIGLU's output may lie over the activation once gate/up were its
@@ -426,6 +430,7 @@ static void run_node(ggml_cuda_context & ctx, ggml_tensor * t) {
 static int fused_span(int code) {
     if (code == 9) return 7;
     if (code == 10) return 6;
+    if (code == 11) return 2;
     return code == 2 || code == 4 || code == 5 || code == 7 || code == 8 ? 3 : code ? 2 : 1;
 }
 
@@ -517,6 +522,12 @@ static void plan_mat_vec_fusions(const ggml_cuda_context & ctx, ggml_cgraph * gf
     }
 }
 
+// is u a repacked q8_0 mat-vec reading t (f32 rows of K) as its activation?
+static bool is_q8_vec_reader(const ggml_tensor * u, const ggml_tensor * t) {
+    return u->op == GGML_OP_MUL_MAT && u->src[1] == t && u->src[0] != t && ggml_cuda_q8_repacked(u->src[0]) &&
+           u->src[0]->ne[0] == t->ne[0];
+}
+
 // codes 1/2 -> 6/7 where the norm's result (the MUL node) is read only by repacked q8_0 mat-vecs of one
 // column (they then find it quantized in ctx.qcache)
 static void plan_norm_q8_fusions(ggml_cgraph * gf, std::vector<uint8_t> & fused) {
@@ -536,9 +547,7 @@ static void plan_norm_q8_fusions(ggml_cgraph * gf, std::vector<uint8_t> & fused)
             const auto it = cand.find(t);
             if (it == cand.end()) return;
             int & r = n_readers[it->second];
-            const bool q8_vec = u->op == GGML_OP_MUL_MAT && u->src[1] == t && u->src[0] != t &&
-                                ggml_cuda_q8_repacked(u->src[0]) && u->src[0]->ne[0] == t->ne[0];
-            if (r >= 0) r = q8_vec ? r + 1 : -1;
+            if (r >= 0) r = is_q8_vec_reader(u, t) ? r + 1 : -1;
         });
     }
     for (const auto & [i, r] : n_readers)
@@ -582,6 +591,42 @@ static void plan_rope_store_fusions(ggml_cgraph * gf, std::vector<uint8_t> & fus
     }
 }
 
+// code 11 (attention output quantized by the attention kernel)
+static void plan_fattn_q8_fusions(ggml_cgraph * gf, std::vector<uint8_t> & fused) {
+    const int n = gf->n_nodes;
+    std::map<const ggml_tensor *, int> cand; // attention output and its reshape -> the attention node
+    for (int i = 0; i + 1 < n; ++i) {
+        const ggml_tensor * fa = gf->nodes[i], * r = gf->nodes[i + 1];
+        if (fused[i] || fused[i + 1] || fa->op != GGML_OP_FLASH_ATTN_EXT || fa->type != GGML_TYPE_F32) continue;
+        if (!ggml_is_view_op(r->op) || r->view_src != fa || r->data != fa->data || !ggml_is_contiguous(r) ||
+            r->ne[0] != fa->ne[0] * fa->ne[1] || r->ne[0] % 32 != 0 || ggml_nelements(r) != ggml_nelements(fa))
+            continue;
+        if ((fa->flags | r->flags) & GGML_TENSOR_FLAG_OUTPUT) continue;
+        cand[fa] = cand[r] = i;
+    }
+    if (cand.empty()) return;
+    std::map<int, int> n_readers; // attention node -> q8_0 mat-vecs reading its reshape; -1: another reader
+    for (int j = 0; j < n; ++j) {
+        const ggml_tensor * u = gf->nodes[j];
+        std::set<int> via_reshape; // attention nodes u reads only as a q8_0 mat-vec of their reshape
+        for_each_read(u, [&](const ggml_tensor * t) {
+            const auto it = cand.find(t);
+            if (it == cand.end()) return;
+            const int i = it->second;
+            const ggml_tensor * r = gf->nodes[i + 1];
+            if (j == i + 1) return; // the reshape itself
+            int & c = n_readers[i];
+            if (is_q8_vec_reader(u, r)) { // (for_each_read reports the attention output too: r's view_src)
+                if (c >= 0 && via_reshape.insert(i).second) ++c;
+            } else {
+                c = -1;
+            }
+        });
+    }
+    for (const auto & [i, r] : n_readers)
+        if (r > 0) fused[i] = 11;
+}
+
 static void plan_fusions(const ggml_cuda_context & ctx, ggml_cgraph * gf, std::vector<uint8_t> & fused) {
     fused.assign(gf->n_nodes, 0);
     if (!ctx.use_fusion) return;
@@ -589,6 +634,7 @@ static void plan_fusions(const ggml_cuda_context & ctx, ggml_cgraph * gf, std::v
     plan_mat_vec_fusions(ctx, gf, fused);
     plan_norm_q8_fusions(gf, fused);
     plan_rope_store_fusions(gf, fused);
+    plan_fattn_q8_fusions(gf, fused);
 }
 
 // node i (with its fused followers); returns the number of nodes done
@@ -620,20 +666,24 @@ static int run_fused(ggml_cuda_context & ctx, ggml_cgraph * gf, int i, int fused
             ggml_cuda_op_rope_qkv(ctx, nodes, n);
             ++ctx.n_fused_rope_qkv;
             break;
+        case 11:
+            q8 = ggml_cuda_op_flash_attn_ext_q8(ctx, t);
+            if (q8) ++ctx.n_fused_fattn_q8;
+            break;
         default: run_node(ctx, t); break;
     }
     for (int k = 0; k < n; ++k)
         if (!ggml_is_view_op(nodes[k]->op)) ggml_cuda_qcache_written(ctx, nodes[k]);
     if (q8) { // after the loop above, which drops a cache of what these nodes wrote
         ggml_cuda_qcache_set(ctx, nodes[n - 1], q8);
-        ++ctx.n_fused_norm_q8;
+        if (fused != 11) ++ctx.n_fused_norm_q8;
     }
     return n;
 }
 
 static void run_graph(ggml_cuda_context & ctx, ggml_cgraph * gf, const std::vector<uint8_t> & fused) {
     ctx.pool.reset();
-    ctx.qcache = {};
+    ctx.qcache = ctx.hcache = {};
     for (int i = 0; i < gf->n_nodes; ++i) {
         if (ggml_nelements(gf->nodes[i]) == 0) continue;
         i += run_fused(ctx, gf, i, fused[i]) - 1;
@@ -662,35 +712,55 @@ static void graph_key(ggml_cgraph * gf, const std::vector<uint8_t> & fused, std:
     }
 }
 
-// vals: everything a captured graph bakes in (ops, types, flags, data pointers, shapes, strides, op params of
-// every node and its sources), one fixed-size record per node. Equal vals = the same kernels with the same
-// arguments, so the last executable can be launched without planning or capturing again.
-static void graph_vals(ggml_cgraph * gf, std::vector<uintptr_t> & vals) {
-    constexpr size_t per_tensor = 10, per_node = per_tensor * (1 + GGML_MAX_SRC) + GGML_MAX_OP_PARAMS / 4;
-    vals.resize(1 + per_node * (size_t)gf->n_nodes);
-    uintptr_t * v = vals.data();
+// vals: everything a captured graph bakes in, so that equal vals mean the same kernels with the same arguments
+// and the last executable can be launched without planning or capturing again: every node's op (views too:
+// the fusion plan depends on adjacency), and for each node that computes, its type, flags, data pointer, shape,
+// strides and op params, and each source's identity, type, data pointer, shape and strides. Sources are recorded
+// in full, not by reference, since a split's sources may be tensors outside its node list.
+// The record is written into buf (only ever grown, so no call pays for zero-filling it) and is buf[0, n).
+struct graph_vals_buf {
+    std::vector<uintptr_t> buf;
+    size_t n = 0;
+    bool operator==(const std::vector<uintptr_t> & o) const {
+        return o.size() == n && std::memcmp(buf.data(), o.data(), n * sizeof(uintptr_t)) == 0;
+    }
+    std::vector<uintptr_t> copy() const { return std::vector<uintptr_t>(buf.begin(), buf.begin() + (ptrdiff_t)n); }
+};
+
+static void graph_vals(ggml_cgraph * gf, graph_vals_buf & vals) {
+    constexpr size_t per_tensor = 11, per_node = per_tensor + GGML_MAX_OP_PARAMS / 8 + 1 + GGML_MAX_SRC * (1 + per_tensor);
+    const size_t bound = 1 + per_node * (size_t)gf->n_nodes;
+    if (vals.buf.size() < bound) vals.buf.resize(bound);
+    uintptr_t * v = vals.buf.data();
     *v++ = (uintptr_t)gf->n_nodes;
-    auto put = [&](const ggml_tensor * t) {
-        if (!t) {
-            for (size_t k = 0; k < per_tensor; ++k)
-                *v++ = 0;
-            return;
-        }
-        *v++ = (uintptr_t)t->op | (uintptr_t)t->type << 8 | (uintptr_t)t->flags << 16 | (uintptr_t)1 << 30;
+    auto put = [&v](const ggml_tensor * t) {
+        *v++ = (uintptr_t)t;
+        *v++ = (uintptr_t)t->op | (uintptr_t)t->type << 8 | (uintptr_t)t->flags << 16;
         *v++ = (uintptr_t)t->data;
         for (int d = 0; d < 4; ++d) {
             *v++ = (uintptr_t)t->ne[d];
             *v++ = (uintptr_t)t->nb[d];
         }
     };
+    static_assert(GGML_MAX_OP_PARAMS % 8 == 0 && sizeof(uintptr_t) == 8, "op params packed two per word");
     for (int i = 0; i < gf->n_nodes; ++i) {
         const ggml_tensor * t = gf->nodes[i];
+        if (ggml_is_view_op(t->op) || t->op == GGML_OP_NONE) {
+            *v++ = (uintptr_t)t->op | (uintptr_t)1 << 31;
+            continue;
+        }
         put(t);
-        for (int k = 0; k < GGML_MAX_OP_PARAMS / 4; ++k)
-            *v++ = (uint32_t)t->op_params[k];
-        for (int k = 0; k < GGML_MAX_SRC; ++k)
-            put(t->src[k]);
+        for (int k = 0; k < GGML_MAX_OP_PARAMS / 4; k += 2)
+            *v++ = (uintptr_t)(uint32_t)t->op_params[k] | (uintptr_t)(uint32_t)t->op_params[k + 1] << 32;
+        for (int k = 0; k < GGML_MAX_SRC; ++k) {
+            if (t->src[k]) {
+                *v++ = (uintptr_t)k;
+                put(t->src[k]);
+            }
+        }
+        *v++ = (uintptr_t)1 << 30; // end of the node's sources
     }
+    vals.n = (size_t)(v - vals.buf.data());
 }
 
 // Prompt-sized graphs (a mat-mul over more than MUL_MAT_VEC_MAX_N columns) run eagerly: their kernels are
@@ -735,7 +805,7 @@ static ggml_status cuda_graph_compute_impl(ggml_backend_t backend, ggml_cgraph *
     ggml_cuda_profile * hp = ctx.prof && ctx.prof->mode == 2 ? ctx.prof : nullptr;
     if (hp && hp->last_end) hp->outside += t_start - hp->last_end;
     int64_t t_sig = 0, t_run = 0, t_upd = 0;
-    static thread_local std::vector<uintptr_t> vals;
+    static thread_local graph_vals_buf vals;
     const bool capturable = ctx.use_graphs && !(ctx.prof && !hp) && graph_is_capturable(gf);
     if (capturable) { // the same graph as the last call (decode steps): launch its executable as is
         ggml_cuda_graph_cache & gc = *ctx.graphs;
@@ -809,7 +879,7 @@ static ggml_status cuda_graph_compute_impl(ggml_backend_t backend, ggml_cgraph *
         run_graph(ctx, gf, fused);
     } else {
         e->last_use = gc.tick;
-        if (!(e->exec && e->vals == vals)) {
+        if (!(e->exec && vals == e->vals)) {
             CUDA_CHECK(cudaStreamBeginCapture(ctx.stream, cudaStreamCaptureModeRelaxed));
             run_graph(ctx, gf, fused);
             cudaGraph_t g = nullptr;
@@ -833,7 +903,7 @@ static ggml_status cuda_graph_compute_impl(ggml_backend_t backend, ggml_cgraph *
                 ++gc.n_instantiate;
             }
             CUDA_CHECK(cudaGraphDestroy(g));
-            e->vals = vals;
+            e->vals = vals.copy();
             t_upd = ggml_time_us();
         } else {
             ++gc.n_replay;
@@ -841,7 +911,7 @@ static ggml_status cuda_graph_compute_impl(ggml_backend_t backend, ggml_cgraph *
         }
         CUDA_CHECK(cudaGraphLaunch(e->exec, ctx.stream));
         gc.last_id = e->id;
-        gc.last_vals = vals;
+        gc.last_vals = vals.copy();
     }
     if (hp) {
         const int64_t t_end = ggml_time_us();
@@ -886,6 +956,7 @@ static void cuda_backend_free(ggml_backend_t backend) {
     ctx->pool.release();
     if (ctx->cublas) cublasDestroy(ctx->cublas);
     if (ctx->cublas_ws) cudaFree(ctx->cublas_ws);
+    if (ctx->counters) cudaFree(ctx->counters);
     if (ctx->stream) cudaStreamDestroy(ctx->stream);
     delete ctx;
     delete backend;
@@ -1020,6 +1091,8 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
     const size_t ws = 32u << 20; // fixed workspace: cuBLAS then allocates nothing during graph capture
     CUDA_CHECK(cudaMalloc(&ctx->cublas_ws, ws));
     CUBLAS_CHECK(cublasSetWorkspace(ctx->cublas, ctx->cublas_ws, ws));
+    CUDA_CHECK(cudaMalloc(&ctx->counters, sizeof(int) * GGML_CUDA_N_COUNTERS));
+    CUDA_CHECK(cudaMemset(ctx->counters, 0, sizeof(int) * GGML_CUDA_N_COUNTERS));
     const char * ng = std::getenv("GGML_CUDA_DISABLE_GRAPHS");
     ctx->use_graphs = !(ng && *ng && strcmp(ng, "0") != 0);
     ctx->graphs = new ggml_cuda_graph_cache;
@@ -1033,7 +1106,7 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
     ctx->mmvq_v1 = std::getenv("GGML_CUDA_MMVQ_V1") != nullptr;
     if (const char * mv = std::getenv("GGML_CUDA_MMVQ")) {
         const int u = atoi(mv);
-        ctx->mmvq_u = u == 2 || u == 4 || u == 5 || u == 8 ? u : 4;
+        ctx->mmvq_u = u == 2 || u == 4 || u == 5 || u == 8 ? u : ctx->mmvq_u;
     }
 
     ggml_backend_i iface = {};
@@ -1052,7 +1125,7 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
 }
 
 void ggml_backend_cuda_get_fusion_stats(ggml_backend_t backend, int * n_mmv_group, int * n_swiglu_group,
-                                        int * n_norm_q8, int * n_rope_store, int * n_rope_qkv) {
+                                        int * n_norm_q8, int * n_rope_store, int * n_rope_qkv, int * n_fattn_q8) {
     GGML_ASSERT(ggml_backend_is_cuda(backend));
     const ggml_cuda_context * ctx = (const ggml_cuda_context *)backend->context;
     if (n_mmv_group) *n_mmv_group = ctx->n_fused_mmv_group;
@@ -1060,6 +1133,7 @@ void ggml_backend_cuda_get_fusion_stats(ggml_backend_t backend, int * n_mmv_grou
     if (n_norm_q8) *n_norm_q8 = ctx->n_fused_norm_q8;
     if (n_rope_store) *n_rope_store = ctx->n_fused_rope_store;
     if (n_rope_qkv) *n_rope_qkv = ctx->n_fused_rope_qkv;
+    if (n_fattn_q8) *n_fattn_q8 = ctx->n_fused_fattn_q8;
 }
 
 void ggml_backend_cuda_get_graph_stats(ggml_backend_t backend, int * n_replay, int * n_update, int * n_instantiate) {

@@ -1,7 +1,6 @@
 // mmv.cu - see mmv.cuh. One warp per row of a. The vector path (dense, 16-byte aligned rows of
 // a and b) reads 16 bytes of a per lane per step (8 halves / 4 floats); the general path
 // reads one element at a time with strides.
-#include "ggml-backend.h"
 #include "mmv.cuh"
 
 // 8 halves (one 16-byte load) -> 8 floats
@@ -28,22 +27,8 @@ template <typename T> static __device__ __forceinline__ void load16_f32(const ch
     }
 }
 
-// this thread's part of a row (bytes off, off + step, ... < end) fetched into L2
-static __device__ __forceinline__ void prefetch_l2(const char * row, int64_t off, int64_t step, int64_t end) {
-    for (; off < end; off += step)
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(row + off));
-}
-
-// PDL prologue of the 16-byte-load kernels (common.cuh): let the next kernel launch; when the weight row is
-// constant (pre: a weights buffer), have this thread's part of it fetched into L2 while the previous kernel
-// finishes; then wait for the inputs.
-static __device__ __forceinline__ void mmv_prologue(const char * row, int64_t off, int64_t step, int64_t end,
-                                                    bool pre) {
-    pdl_trigger();
-    if (pre) prefetch_l2(row, off, step, end);
-    pdl_wait();
-}
-
+// PDL (common.cuh): these kernels read nothing before pdl_wait(). An earlier version fetched each block's weight
+// row into L2 (prefetch.global.L2) before it: f16 Llama-2-7B tg128 on an H200 fell from 246.7 to 218.7 t/s.
 template <typename T, bool VEC>
 static __global__ void k_mmv(const char * a, const char * b, float * dst, int64_t K, int64_t M, int ncols,
                              cuda_shape as, cuda_shape bs, cuda_shape ds, int64_t B2, int64_t r2, int64_t r3) {
@@ -103,7 +88,7 @@ static __global__ void k_mmv(const char * a, const char * b, float * dst, int64_
 template <typename T, int NCOLS>
 static __global__ void __launch_bounds__(128)
     k_mmv_v2(const char * a, const char * b, float * dst, int64_t K, cuda_shape as, cuda_shape bs, cuda_shape ds,
-             int64_t B2, int64_t r2, int64_t r3, bool pre) {
+             int64_t B2, int64_t r2, int64_t r3) {
     constexpr int E = 16 / sizeof(T);
     __shared__ float s_part[NCOLS][4];
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -111,7 +96,7 @@ static __global__ void __launch_bounds__(128)
     const int64_t i2 = bz % B2, i3 = bz / B2;
     const char * arow = a + row * as.nb[1] + (i2 / r2) * as.nb[2] + (i3 / r3) * as.nb[3];
     const char * bbase = b + i2 * bs.nb[2] + i3 * bs.nb[3];
-    mmv_prologue(arow, (int64_t)tid * 16, 128 * 16, K * (int64_t)sizeof(T), pre);
+    pdl_start();
     float acc[NCOLS];
 #pragma unroll
     for (int c = 0; c < NCOLS; ++c)
@@ -145,11 +130,11 @@ static __global__ void __launch_bounds__(128)
 template <typename T>
 static void launch_mmv_v2(ggml_cuda_context & ctx, dim3 grid, int nc, const char * ap, const char * bp, float * dp,
                           int64_t K, const cuda_shape & as, const cuda_shape & bs, const cuda_shape & ds, int64_t B2,
-                          int64_t r2, int64_t r3, bool pre) {
+                          int64_t r2, int64_t r3) {
     switch (nc) {
 #define MMV_V2(n)                                                                                                      \
     case n:                                                                                                            \
-        ggml_cuda_launch(ctx, k_mmv_v2<T, n>, grid, dim3(128), 0, ap, bp, dp, K, as, bs, ds, B2, r2, r3, pre);         \
+        ggml_cuda_launch(ctx, k_mmv_v2<T, n>, grid, dim3(128), 0, ap, bp, dp, K, as, bs, ds, B2, r2, r3);              \
         break;
         MMV_V2(1)
         MMV_V2(2) MMV_V2(3) MMV_V2(4) MMV_V2(5) MMV_V2(6) MMV_V2(7) MMV_V2(8)
@@ -181,11 +166,10 @@ void ggml_cuda_mmv(ggml_cuda_context & ctx, const ggml_tensor * a, const ggml_te
     const int nc = (int)b->ne[1];
     if (vec && K >= 1024) { // long rows: a block per row
         const dim3 grid2((unsigned)M, (unsigned)(B2 * B3));
-        const bool pre = ggml_backend_tensor_in_weights(a);
         if (a->type == GGML_TYPE_F16)
-            launch_mmv_v2<half>(ctx, grid2, nc, ap, bp, dp, K, as, bs, ds, B2, r2, r3, pre);
+            launch_mmv_v2<half>(ctx, grid2, nc, ap, bp, dp, K, as, bs, ds, B2, r2, r3);
         else
-            launch_mmv_v2<float>(ctx, grid2, nc, ap, bp, dp, K, as, bs, ds, B2, r2, r3, pre);
+            launch_mmv_v2<float>(ctx, grid2, nc, ap, bp, dp, K, as, bs, ds, B2, r2, r3);
         return;
     }
 #define MMV_LAUNCH(T, V)                                                                                               \
@@ -229,7 +213,6 @@ struct f16_group_args {
     const char * a[MMV_GROUP_MAX]; // row r of matrix m at a[m] + r * lda[m]
     int64_t lda[MMV_GROUP_MAX];    // bytes
     float * dst[MMV_GROUP_MAX];
-    bool pre; // all weights: prefetched before pdl_wait (mmv_prologue)
     int64_t start1, start2; // first block of matrix 1 and of matrix 2 (= the grid size when n = 2)
 };
 
@@ -243,7 +226,7 @@ static __global__ void __launch_bounds__(128)
     const char * a = m == 2 ? g.a[2] : m == 1 ? g.a[1] : g.a[0];
     const int64_t lda = m == 2 ? g.lda[2] : m == 1 ? g.lda[1] : g.lda[0];
     float * dst = m == 2 ? g.dst[2] : m == 1 ? g.dst[1] : g.dst[0];
-    mmv_prologue(a + row * lda, tid * 16, 128 * 16, K * 2, g.pre);
+    pdl_start();
     const float sw = warp_sum(f16_row_part(a + row * lda, x, K, tid));
     if (lane == 0) s_part[warp] = sw;
     __syncthreads();
@@ -253,18 +236,13 @@ static __global__ void __launch_bounds__(128)
 // gate and up row b in one block (two accumulators, one activation load for both); writes silu(g) * u
 static __global__ void __launch_bounds__(128)
     k_mmv_f16_swiglu(const char * __restrict__ ga, int64_t glda, const char * __restrict__ ua, int64_t ulda,
-                     const char * __restrict__ x, float * __restrict__ dst, int64_t K, bool pre) {
+                     const char * __restrict__ x, float * __restrict__ dst, int64_t K) {
     __shared__ float s_part[2][4];
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     const int64_t row = blockIdx.x;
     const char * grow = ga + row * glda;
     const char * urow = ua + row * ulda;
-    pdl_trigger();
-    if (pre) {
-        prefetch_l2(grow, tid * 16, 128 * 16, K * 2);
-        prefetch_l2(urow, tid * 16, 128 * 16, K * 2);
-    }
-    pdl_wait();
+    pdl_start();
     float ag = 0.0f, au = 0.0f;
 #pragma unroll 4
     for (int64_t k = (int64_t)tid * 8; k < K; k += 128 * 8) {
@@ -315,7 +293,6 @@ void ggml_cuda_mmv_f16_group(ggml_cuda_context & ctx, const ggml_tensor * const 
             g.a[m] = (const char *)a->data;
             g.lda[m] = (int64_t)a->nb[1];
             g.dst[m] = (float *)dsts[m]->data;
-            g.pre = m == 0 ? ggml_backend_tensor_in_weights(a) : g.pre && ggml_backend_tensor_in_weights(a);
             M = a->ne[1];
         }
         start[m + 1] = start[m] + M;
@@ -335,5 +312,5 @@ void ggml_cuda_mmv_f16_swiglu(ggml_cuda_context & ctx, const ggml_tensor * gate_
     if (M == 0) return;
     ggml_cuda_launch(ctx, k_mmv_f16_swiglu, dim3((unsigned)M), dim3(128), 0, (const char *)gate_w->data,
                      (int64_t)gate_w->nb[1], (const char *)up_w->data, (int64_t)up_w->nb[1], (const char *)x->data, dst,
-                     K, ggml_backend_tensor_in_weights(gate_w) && ggml_backend_tensor_in_weights(up_w));
+                     K);
 }

@@ -348,7 +348,9 @@ static __global__ void __launch_bounds__(128)
 bool ggml_cuda_mmvq_q8r_v6(const ggml_cuda_context & ctx, int64_t K, int64_t N) {
     // bench-mmvq on an H200 (2026-11-22, graph replay, us/call v6 U=4 vs v5): 4096x4096 5.76 vs 8.98,
     // 4096x11008 12.96 vs 16.81, 11008x4096 14.45 vs 18.14, so every K takes it (an earlier H100 round had
-    // measured v6 slower for K = 11008). GGML_CUDA_MMVQ = 2/4/8 picks U, = 5 forces v5.
+    // measured v6 slower for K = 11008). GGML_CUDA_MMVQ = 2/4/8 picks U (default 2: with PDL, end to end on an
+    // H200, q8_0 Llama-2-7B tg128 338.9 t/s with U=2, 333.6 with U=4, 321.9 with U=4 for the one-wave wo/down
+    // launches and U=2 for the rest), = 5 forces v5.
     (void)K;
     return N == 1 && ctx.mmvq_u != 5;
 }

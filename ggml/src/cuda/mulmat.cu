@@ -60,31 +60,57 @@ static bool cublas_layout_ok(const ggml_tensor * t) {
     return t->nb[1] / ts >= (size_t)t->ne[0] && (uintptr_t)t->data % 16 == 0;
 }
 
-// b in the split q8 layout; reused while the same b is multiplied again (q/k/v, gate/up) and no
-// node has written its memory since (ggml_cuda_qcache_written)
-static const void * quantized_b(ggml_cuda_context & ctx, const ggml_tensor * b) {
-    ggml_cuda_qcache & q = ctx.qcache;
+static bool cache_hit(const ggml_cuda_qcache & q, const ggml_tensor * b) {
     bool hit = q.buf && q.src == b->data;
     for (int i = 0; i < 4 && hit; ++i)
         hit = q.ne[i] == b->ne[i] && q.nb[i] == (int64_t)b->nb[i];
-    if (hit) return q.buf;
-    q.buf = ctx.pool.alloc(ggml_cuda_q8s_size(ggml_nrows(b), b->ne[0]));
-    ggml_cuda_quantize_q8s(ctx, b, q.buf);
+    return hit;
+}
+
+static void cache_set(ggml_cuda_qcache & q, const ggml_tensor * b, void * buf) {
+    q.buf = buf;
     q.src = b->data;
     q.bytes = ggml_nbytes(b);
     for (int i = 0; i < 4; ++i) {
         q.ne[i] = b->ne[i];
         q.nb[i] = (int64_t)b->nb[i];
     }
-    return q.buf;
+}
+
+// b in the split q8 layout; reused while the same b is multiplied again (q/k/v, gate/up) and no
+// node has written its memory since (ggml_cuda_qcache_written)
+static const void * quantized_b(ggml_cuda_context & ctx, const ggml_tensor * b) {
+    if (cache_hit(ctx.qcache, b)) return ctx.qcache.buf;
+    void * buf = ctx.pool.alloc(ggml_cuda_q8s_size(ggml_nrows(b), b->ne[0]));
+    ggml_cuda_quantize_q8s(ctx, b, buf);
+    cache_set(ctx.qcache, b, buf);
+    return buf;
+}
+
+// b (f32) as dense f16 for cuBLAS, reused in the same way (ctx.hcache)
+static ggml_tensor f16_b(ggml_cuda_context & ctx, const ggml_tensor * b) {
+    ggml_tensor c = *b;
+    c.type = GGML_TYPE_F16;
+    const cuda_shape s = ggml_cuda_contig_shape(GGML_TYPE_F16, b->ne);
+    for (int i = 0; i < 4; ++i)
+        c.nb[i] = (size_t)s.nb[i];
+    c.view_src = nullptr;
+    if (cache_hit(ctx.hcache, b)) {
+        c.data = ctx.hcache.buf;
+        return c;
+    }
+    c.data = ctx.pool.alloc((size_t)(s.nb[3] * b->ne[3]));
+    ggml_cuda_convert(ctx, b, c.data, GGML_TYPE_F16, s);
+    cache_set(ctx.hcache, b, c.data);
+    return c;
 }
 
 void ggml_cuda_qcache_written(ggml_cuda_context & ctx, const ggml_tensor * t) {
-    ggml_cuda_qcache & q = ctx.qcache;
-    if (!q.buf) return;
     const char * a0 = (const char *)t->data, * a1 = a0 + ggml_nbytes(t);
-    const char * b0 = (const char *)q.src, * b1 = b0 + q.bytes;
-    if (a0 < b1 && b0 < a1) q.buf = nullptr;
+    for (ggml_cuda_qcache * q : {&ctx.qcache, &ctx.hcache}) {
+        const char * b0 = (const char *)q->src, * b1 = b0 + q->bytes;
+        if (q->buf && a0 < b1 && b0 < a1) q->buf = nullptr;
+    }
 }
 
 GGML_CUDA_OP(mul_mat) {
@@ -135,22 +161,13 @@ GGML_CUDA_OP(mul_mat) {
         a = &a_tmp;
     }
     if (b->type != a->type || !cublas_layout_ok(b)) {
-        b_tmp = dense_copy(ctx, b, a->type);
+        b_tmp = a->type == GGML_TYPE_F16 ? f16_b(ctx, b) : dense_copy(ctx, b, a->type);
         b = &b_tmp;
     }
     mul_mat_cublas(ctx, a, b, dst);
 }
 
-void ggml_cuda_qcache_set(ggml_cuda_context & ctx, const ggml_tensor * b, void * q) {
-    ggml_cuda_qcache & c = ctx.qcache;
-    c.buf = q;
-    c.src = b->data;
-    c.bytes = ggml_nbytes(b);
-    for (int i = 0; i < 4; ++i) {
-        c.ne[i] = b->ne[i];
-        c.nb[i] = (int64_t)b->nb[i];
-    }
-}
+void ggml_cuda_qcache_set(ggml_cuda_context & ctx, const ggml_tensor * b, void * q) { cache_set(ctx.qcache, b, q); }
 
 // ---- fused decode mat-vecs ----------------------------------------------------------------------
 static bool overlaps(const ggml_tensor * a, const ggml_tensor * b) {

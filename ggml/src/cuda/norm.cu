@@ -10,11 +10,8 @@ static __global__ void k_rms_norm(const char * x, const char * w, char * y, cuda
                                   float eps, int8_t * qs, float * qd) {
     __shared__ float s_tmp[32];
     pdl_start();
-    int64_t r = blockIdx.x;
-    const int64_t i1 = r % xs.ne[1];
-    r /= xs.ne[1];
-    const int64_t i2 = r % xs.ne[2];
-    const int64_t i3 = r / xs.ne[2];
+    int64_t i1, i2, i3;
+    unravel_row(blockIdx.x, xs.ne[1], xs.ne[2], i1, i2, i3);
     const char * xr = x + i1 * xs.nb[1] + i2 * xs.nb[2] + i3 * xs.nb[3];
     char * yr = y + i1 * ys.nb[1] + i2 * ys.nb[2] + i3 * ys.nb[3];
     const char * wr =

@@ -6,13 +6,10 @@ static __global__ void k_quantize_q8_1(const char * x, cuda_block_q8_1 * y, cuda
     const int64_t b = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     const int l = threadIdx.x % 32;
     if (b >= nblk_total) return;
-    const int64_t nbr = xs.ne[0] / 32; // blocks per row
-    int64_t r = b / nbr;
-    const int64_t i0 = (b % nbr) * 32 + l;
-    const int64_t i1 = r % xs.ne[1];
-    r /= xs.ne[1];
-    const int64_t i2 = r % xs.ne[2];
-    const int64_t i3 = r / xs.ne[2];
+    int64_t r, i0, i1, i2, i3;
+    divmod(b, xs.ne[0] / 32, r, i0); // row, block of the row
+    i0 = i0 * 32 + l;
+    unravel_row(r, xs.ne[1], xs.ne[2], i1, i2, i3);
     const float v = *(const float *)(x + i0 * xs.nb[0] + i1 * xs.nb[1] + i2 * xs.nb[2] + i3 * xs.nb[3]);
     const float amax = warp_max(fabsf(v));
     const float d = amax / 127.0f;
@@ -37,13 +34,10 @@ static __global__ void k_quantize_q8s(const char * x, int8_t * qs, float * d, cu
     const int64_t b = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     const int l = threadIdx.x % 32;
     if (b >= nblk_total) return;
-    const int64_t nbr = xs.ne[0] / 32;
-    int64_t r = b / nbr;
-    const int64_t i0 = (b % nbr) * 32 + l;
-    const int64_t i1 = r % xs.ne[1];
-    r /= xs.ne[1];
-    const int64_t i2 = r % xs.ne[2];
-    const int64_t i3 = r / xs.ne[2];
+    int64_t r, i0, i1, i2, i3;
+    divmod(b, xs.ne[0] / 32, r, i0); // row, block of the row
+    i0 = i0 * 32 + l;
+    unravel_row(r, xs.ne[1], xs.ne[2], i1, i2, i3);
     const float v = *(const float *)(x + i0 * xs.nb[0] + i1 * xs.nb[1] + i2 * xs.nb[2] + i3 * xs.nb[3]);
     const float amax = warp_max(fabsf(v));
     const float s = q8s_scale(amax);

@@ -7,7 +7,8 @@ static __global__ void k_set_rows(const char * src, const int32_t * idx, char * 
     const int64_t i0 = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i0 >= ss.ne[0]) return;
     for (int64_t rr = blockIdx.y; rr < ss.ne[1] * ss.ne[2] * ss.ne[3]; rr += gridDim.y) {
-        const int64_t i1 = rr % ss.ne[1], i2 = (rr / ss.ne[1]) % ss.ne[2], i3 = rr / (ss.ne[1] * ss.ne[2]);
+        int64_t i1, i2, i3;
+        unravel_row(rr, ss.ne[1], ss.ne[2], i1, i2, i3);
         const int64_t row = idx[i1];
         if (row < 0 || row >= ds.ne[1]) continue;
         const float v = *(const float *)(src + i0 * ss.nb[0] + i1 * ss.nb[1] + i2 * ss.nb[2] + i3 * ss.nb[3]);

@@ -12,11 +12,8 @@ static __global__ void k_unary(const char * a, const char * b, char * d, cuda_sh
                                float s) {
     pdl_start();
     for (int64_t rr = blockIdx.y; rr < (int64_t)ds.ne[1] * ds.ne[2] * ds.ne[3]; rr += gridDim.y) {
-        int64_t r = rr;
-        const int64_t i1 = r % ds.ne[1];
-        r /= ds.ne[1];
-        const int64_t i2 = r % ds.ne[2];
-        const int64_t i3 = r / ds.ne[2];
+        int64_t i1, i2, i3;
+        unravel_row(rr, ds.ne[1], ds.ne[2], i1, i2, i3);
         const char * ar = a + i1 * as.nb[1] + i2 * as.nb[2] + i3 * as.nb[3];
         const char * br = KIND == UNARY_SWIGLU ? b + i1 * bs.nb[1] + i2 * bs.nb[2] + i3 * bs.nb[3] : nullptr;
         char * dr = d + i1 * ds.nb[1] + i2 * ds.nb[2] + i3 * ds.nb[3];
