@@ -9,6 +9,7 @@
 #include "softmax.cuh"
 
 #include <cstdlib>
+#include <type_traits>
 #include <unordered_map>
 
 #define FA_WARPS 8
@@ -165,39 +166,65 @@ static __global__ void k_fattn_combine(fa_params p) {
 // (NQ >= n_tokens * r) use each K/V row once loaded. The warps' (m, l, acc) meet in shared memory;
 // with several splits the block writes partials for k_fattn_combine.
 
-template <typename T, int E>
-static __device__ __forceinline__ void load_row(const char * row, int lane, float * out) {
-    const T * p = (const T *)row + lane * E;
-    if constexpr (sizeof(T) == 2 && E % 4 == 0) {
-#pragma unroll
-        for (int i = 0; i < E; i += 4) {
-            const uint2 raw = *(const uint2 *)(p + i); // 4 halves
-            const float2 a = __half22float2(*(const half2 *)&raw.x), b = __half22float2(*(const half2 *)&raw.y);
-            out[i] = a.x;
-            out[i + 1] = a.y;
-            out[i + 2] = b.x;
-            out[i + 3] = b.y;
-        }
-    } else {
+// One lane's E values of a K or V row, held as loaded and read as floats: f16 rows stay f16 in registers (half the
+// registers, so a warp keeps twice the keys in flight; at a 4096-token depth decode attention waits on KV loads).
+template <typename T, int E> struct kv_frag {
+    float v[E];
+    __device__ __forceinline__ void load(const char * row, int lane) {
+        const T * p = (const T *)row + lane * E;
 #pragma unroll
         for (int i = 0; i < E; ++i)
-            out[i] = to_f32<T>(p[i]);
+            v[i] = to_f32<T>(p[i]);
     }
-}
+    __device__ __forceinline__ void zero() {
+#pragma unroll
+        for (int i = 0; i < E; ++i)
+            v[i] = 0.0f;
+    }
+    __device__ __forceinline__ float operator[](int i) const { return v[i]; }
+};
+template <int E> struct kv_frag_h { // f16, E even
+    half2 h[E / 2];
+    __device__ __forceinline__ void load(const char * row, int lane) {
+        const half * p = (const half *)row + lane * E;
+        if constexpr (E % 4 == 0) {
+#pragma unroll
+            for (int i = 0; i < E; i += 4) {
+                const uint2 raw = *(const uint2 *)(p + i); // 4 halves, 8-byte aligned (fattn_vec_ok)
+                h[i / 2] = *(const half2 *)&raw.x;
+                h[i / 2 + 1] = *(const half2 *)&raw.y;
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < E; i += 2)
+                h[i / 2] = *(const half2 *)(p + i);
+        }
+    }
+    __device__ __forceinline__ void zero() {
+#pragma unroll
+        for (int i = 0; i < E / 2; ++i)
+            h[i] = __float2half2_rn(0.0f);
+    }
+    __device__ __forceinline__ float operator[](int i) const {
+        return i % 2 ? __high2float(h[i / 2]) : __low2float(h[i / 2]);
+    }
+};
+template <typename T, int E>
+using kv_frag_t = std::conditional_t<sizeof(T) == 2 && E % 2 == 0, kv_frag_h<E>, kv_frag<T, E>>;
+template <typename T, int E> constexpr int kv_frag_regs() { return sizeof(T) == 2 && E % 2 == 0 ? E / 2 : E; }
 
 // the K and V rows of keys key0 .. key0 + KB - 1; zeros for keys >= kv1 (their weight is 0, and 0 * zero stays 0)
-template <typename T, int E, int KB>
+template <typename F, int KB>
 static __device__ __forceinline__ void load_group(const char * kb, const char * vb, int64_t ks, int64_t vs, int key0,
-                                                  int kv1, int lane, float (&kr)[KB][E], float (&vr)[KB][E]) {
+                                                  int kv1, int lane, F (&kr)[KB], F (&vr)[KB]) {
 #pragma unroll
     for (int b = 0; b < KB; ++b) {
         if (key0 + b < kv1) {
-            load_row<T, E>(kb + (key0 + b) * ks, lane, kr[b]);
-            load_row<T, E>(vb + (key0 + b) * vs, lane, vr[b]);
+            kr[b].load(kb + (key0 + b) * ks, lane);
+            vr[b].load(vb + (key0 + b) * vs, lane);
         } else {
-#pragma unroll
-            for (int i = 0; i < E; ++i)
-                kr[b][i] = vr[b][i] = 0.0f;
+            kr[b].zero();
+            vr[b].zero();
         }
     }
 }
@@ -269,13 +296,16 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_vec(fa_params p) {
     const char * kb = p.k + hk * p.ks.nb[2];
     const char * vb = p.v + hk * p.vs.nb[2];
     const int64_t ks = p.ks.nb[1], vs = p.vs.nb[1];
-    float kr[KB][E], vr[KB][E], mk[NQ][KB];
+    using F = kv_frag_t<T, E>;
+    F kr[KB], vr[KB];
+    float mk[NQ][KB];
     int key0 = kv0 + warp * KB;
-    load_group<T, E, KB>(kb, vb, ks, vs, key0, kv1, lane, kr, vr);
+    load_group<F, KB>(kb, vb, ks, vs, key0, kv1, lane, kr, vr);
     load_mask<NQ, KB>(p, mrow, key0, kv1, mk);
     for (; key0 < kv1; key0 += W * KB) {
-        float kn[KB][E], vn[KB][E], mn[NQ][KB]; // the next group's rows and mask, in flight while this one is used
-        load_group<T, E, KB>(kb, vb, ks, vs, key0 + W * KB, kv1, lane, kn, vn);
+        F kn[KB], vn[KB]; // the next group's rows and mask, in flight while this one is used
+        float mn[NQ][KB];
+        load_group<F, KB>(kb, vb, ks, vs, key0 + W * KB, kv1, lane, kn, vn);
         load_mask<NQ, KB>(p, mrow, key0 + W * KB, kv1, mn);
 #pragma unroll
         for (int j = 0; j < NQ; ++j) {
@@ -314,11 +344,8 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_vec(fa_params p) {
         }
 #pragma unroll
         for (int b = 0; b < KB; ++b) {
-#pragma unroll
-            for (int i = 0; i < E; ++i) {
-                kr[b][i] = kn[b][i];
-                vr[b][i] = vn[b][i];
-            }
+            kr[b] = kn[b];
+            vr[b] = vn[b];
 #pragma unroll
             for (int j = 0; j < NQ; ++j)
                 mk[j][b] = mn[j][b];
@@ -391,18 +418,24 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_vec(fa_params p) {
     if (threadIdx.x == 0) p.counters[hk] = 0;
 }
 
-// keys a warp holds per step (K/V rows of two groups in registers: 4 x KB x E floats, and 2 x NQ x KB mask values)
-static constexpr int fattn_vec_kb(int E, int NQ) { return E <= 4 && NQ <= 2 ? 4 : E * NQ > 32 ? 1 : 2; }
+// keys a warp holds per step: the K/V rows of two groups (4 x KB fragments of R registers) and their mask values
+// (2 x NQ x KB) within 80 registers for one query, 64 for more (ptxas, sm_90: f16 D = 128 with one query takes
+// KB = 8 in 120 registers; every variant without spills)
+static constexpr int fattn_vec_kb(int R, int NQ) {
+    const int per_key = 4 * R + 2 * NQ, budget = NQ == 1 ? 80 : 64;
+    return 8 * per_key <= budget ? 8 : 4 * per_key <= budget ? 4 : 2 * per_key <= budget ? 2 : 1;
+}
 
 // the decode kernel for n_q queries per kv head: W = 16 warps for one or two, else 4 (shared memory for the merge)
 typedef void (*fattn_vec_fn)(fa_params);
 template <typename T, int E> static fattn_vec_fn fattn_vec_pick(int n_q, int & W, int & KB) {
+    constexpr int R = kv_frag_regs<T, E>();
     W = n_q <= 2 ? 16 : 4;
-    KB = fattn_vec_kb(E, n_q <= 1 ? 1 : n_q <= 2 ? 2 : n_q <= 4 ? 4 : 8);
-    if (n_q <= 1) return k_fattn_vec<T, E, 1, 16, fattn_vec_kb(E, 1)>;
-    if (n_q <= 2) return k_fattn_vec<T, E, 2, 16, fattn_vec_kb(E, 2)>;
-    if (n_q <= 4) return k_fattn_vec<T, E, 4, 4, fattn_vec_kb(E, 4)>;
-    return k_fattn_vec<T, E, 8, 4, fattn_vec_kb(E, 8)>;
+    KB = fattn_vec_kb(R, n_q <= 1 ? 1 : n_q <= 2 ? 2 : n_q <= 4 ? 4 : 8);
+    if (n_q <= 1) return k_fattn_vec<T, E, 1, 16, fattn_vec_kb(R, 1)>;
+    if (n_q <= 2) return k_fattn_vec<T, E, 2, 16, fattn_vec_kb(R, 2)>;
+    if (n_q <= 4) return k_fattn_vec<T, E, 4, 4, fattn_vec_kb(R, 4)>;
+    return k_fattn_vec<T, E, 8, 4, fattn_vec_kb(R, 8)>;
 }
 template <typename T> static fattn_vec_fn fattn_vec_pick_d(int D, int n_q, int & W, int & KB) {
     switch (D) {
