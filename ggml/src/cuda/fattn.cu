@@ -157,14 +157,13 @@ static __global__ void k_fattn_combine(fa_params p) {
 
 // ---- decode path: few queries per kv head ------------------------------------------------------
 // Block = W warps for one (kv head, KV split). Warp w takes the groups of KB consecutive keys kv0 + (g*W + w)*KB
-// .. + KB-1 (g = 0, 1, ...); the next group's 2*KB rows are loaded before the current group is used, so a warp
-// has up to 4*KB K/V rows in flight: decode attention is a chain of load latencies, and one key per warp and
-// step (the first version) spent 12.7 us on 256 keys of Llama-2-7B's 32 heads on an H200. W = 16 for one or
-// two queries per kv head (decode with MHA: short contexts need no split and no combine launch), else 4.
-// Lane l owns dims [l*E, l*E + E) (E = D/32) of K, V, q and the accumulators, so a key's K and V rows
+// .. + KB-1 (g = 0, 1, ...); the next group's 2*KB rows and mask values are loaded before the current group is
+// used, so a warp has up to 4*KB K/V rows in flight. W = 16 for one or two queries per kv head (decode with MHA),
+// else 4. Lane l owns dims [l*E, l*E + E) (E = D/32) of K, V, q and the accumulators, so a key's K and V rows
 // are each read by the warp as one contiguous row; scores are warp sums. All NQ queries of the kv head
-// (NQ >= n_tokens * r) use each K/V row once loaded. The warps' (m, l, acc) meet in shared memory;
-// with several splits the block writes partials for k_fattn_combine.
+// (NQ >= n_tokens * r) use each K/V row once loaded. The warps' (m, l, acc) meet in shared memory; with several
+// splits (fattn_vec: one wave of resident blocks) each block writes partials and the last block of its kv head
+// merges them (no combine launch).
 
 // One lane's E values of a K or V row, held as loaded and read as floats: f16 rows stay f16 in registers (half the
 // registers, so a warp keeps twice the keys in flight; at a 4096-token depth decode attention waits on KV loads).
