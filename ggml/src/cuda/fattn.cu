@@ -9,8 +9,9 @@
 #include "softmax.cuh"
 
 #include <cstdlib>
+#include <map>
 #include <type_traits>
-#include <unordered_map>
+#include <utility>
 
 #define FA_WARPS 8
 #define FA_TILE 32
@@ -453,8 +454,8 @@ static void fattn_vec(ggml_cuda_context & ctx, fa_params & p, ggml_type kv_type)
     int W = 0, KB = 0;
     const fattn_vec_fn fn =
         kv_type == GGML_TYPE_F16 ? fattn_vec_pick_d<half>(p.D, n_q, W, KB) : fattn_vec_pick_d<float>(p.D, n_q, W, KB);
-    static thread_local std::unordered_map<const void *, int> occupancy; // blocks per SM of each kernel
-    int & occ = occupancy[(const void *)fn];
+    static thread_local std::map<std::pair<const void *, int>, int> occupancy; // blocks per SM: kernel, device
+    int & occ = occupancy[{(const void *)fn, ctx.device}];
     if (occ == 0) {
         CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, W * 32, 0));
         occ = std::max(occ, 1);

@@ -6,16 +6,23 @@
 #include "q8repack.cuh"
 #include "quantize.cuh"
 
-// A tensor header describing dense scratch memory of `type` with t's ne.
-static ggml_tensor dense_copy(ggml_cuda_context & ctx, const ggml_tensor * t, ggml_type type) {
+// A tensor header describing dense memory of `type` with t's ne (data not set).
+static ggml_tensor dense_header(const ggml_tensor * t, ggml_type type) {
     ggml_tensor c = *t;
     c.type = type;
     const cuda_shape s = ggml_cuda_contig_shape(type, t->ne);
     for (int i = 0; i < 4; ++i)
         c.nb[i] = (size_t)s.nb[i];
-    c.data = ctx.pool.alloc((size_t)(s.nb[3] * t->ne[3]));
-    ggml_cuda_convert(ctx, t, c.data, type, s);
     c.view_src = nullptr;
+    c.data = nullptr;
+    return c;
+}
+
+// t converted into dense scratch memory of `type`
+static ggml_tensor dense_copy(ggml_cuda_context & ctx, const ggml_tensor * t, ggml_type type) {
+    ggml_tensor c = dense_header(t, type);
+    c.data = ctx.pool.alloc(c.nb[3] * t->ne[3]);
+    ggml_cuda_convert(ctx, t, c.data, type, cuda_shape_of(&c));
     return c;
 }
 
@@ -89,18 +96,12 @@ static const void * quantized_b(ggml_cuda_context & ctx, const ggml_tensor * b) 
 
 // b (f32) as dense f16 for cuBLAS, reused in the same way (ctx.hcache)
 static ggml_tensor f16_b(ggml_cuda_context & ctx, const ggml_tensor * b) {
-    ggml_tensor c = *b;
-    c.type = GGML_TYPE_F16;
-    const cuda_shape s = ggml_cuda_contig_shape(GGML_TYPE_F16, b->ne);
-    for (int i = 0; i < 4; ++i)
-        c.nb[i] = (size_t)s.nb[i];
-    c.view_src = nullptr;
     if (cache_hit(ctx.hcache, b)) {
+        ggml_tensor c = dense_header(b, GGML_TYPE_F16);
         c.data = ctx.hcache.buf;
         return c;
     }
-    c.data = ctx.pool.alloc((size_t)(s.nb[3] * b->ne[3]));
-    ggml_cuda_convert(ctx, b, c.data, GGML_TYPE_F16, s);
+    const ggml_tensor c = dense_copy(ctx, b, GGML_TYPE_F16);
     cache_set(ctx.hcache, b, c.data);
     return c;
 }
