@@ -130,6 +130,25 @@ template <typename T> static __global__ void __launch_bounds__(FA_WARPS * 32) k_
     }
 }
 
+// Dim d of global query qg (kv head * n_q + query) merged over the n_split partials (part, ml); nq_all = n_q *
+// n_head_kv. The loads bypass L1 (__ldcg): the decode kernel's last block reads partials other blocks of the same
+// launch wrote.
+static __device__ __forceinline__ float merge_splits(const fa_params & p, int64_t qg, int64_t nq_all, int d) {
+    float M = -INFINITY;
+    for (int s = 0; s < p.n_split; ++s)
+        M = fmaxf(M, __ldcg(&p.ml[s * nq_all + qg]).x);
+    float num = 0.0f, den = 0.0f;
+    if (M != -INFINITY) {
+        for (int s = 0; s < p.n_split; ++s) {
+            const float2 ml = __ldcg(&p.ml[s * nq_all + qg]);
+            const float w = ml.x == -INFINITY ? 0.0f : expf(ml.x - M);
+            num += w * __ldcg(&p.part[(s * nq_all + qg) * p.D + d]);
+            den += w * ml.y;
+        }
+    }
+    return den > 0.0f ? num / den : 0.0f;
+}
+
 // merge the splits: one block per query, threads over D
 static __global__ void k_fattn_combine(fa_params p) {
     pdl_start();
@@ -138,22 +157,9 @@ static __global__ void k_fattn_combine(fa_params p) {
     const int64_t nq_all = (int64_t)n_q * (p.n_head / p.r);
     const int hk = (int)(qg / n_q), qi = (int)(qg % n_q);
     const int t = qi / p.r, h = hk * p.r + qi % p.r;
-    float M = -INFINITY;
-    for (int s = 0; s < p.n_split; ++s)
-        M = fmaxf(M, p.ml[s * nq_all + qg].x);
     char * out = (char *)p.dst + h * p.ds.nb[1] + t * p.ds.nb[2];
-    for (int d = threadIdx.x; d < p.D; d += blockDim.x) {
-        float num = 0.0f, den = 0.0f;
-        if (M != -INFINITY) {
-            for (int s = 0; s < p.n_split; ++s) {
-                const float2 ml = p.ml[s * nq_all + qg];
-                const float w = ml.x == -INFINITY ? 0.0f : expf(ml.x - M);
-                num += w * p.part[(s * nq_all + qg) * p.D + d];
-                den += w * ml.y;
-            }
-        }
-        *(float *)(out + d * p.ds.nb[0]) = den > 0.0f ? num / den : 0.0f;
-    }
+    for (int d = threadIdx.x; d < p.D; d += blockDim.x)
+        *(float *)(out + d * p.ds.nb[0]) = merge_splits(p, qg, nq_all, d);
 }
 
 // ---- decode path: few queries per kv head ------------------------------------------------------
@@ -400,20 +406,7 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_vec(fa_params p) {
     __threadfence();
     for (int e = threadIdx.x; e < n_q * D; e += blockDim.x) {
         const int j = e / D, d = e % D;
-        const int64_t qg = (int64_t)hk * n_q + j;
-        float M = -INFINITY;
-        for (int sp = 0; sp < p.n_split; ++sp)
-            M = fmaxf(M, __ldcg(&p.ml[sp * nq_all + qg]).x);
-        float num = 0.0f, den = 0.0f;
-        if (M != -INFINITY) {
-            for (int sp = 0; sp < p.n_split; ++sp) {
-                const float2 ml = __ldcg(&p.ml[sp * nq_all + qg]);
-                const float sc = ml.x == -INFINITY ? 0.0f : expf(ml.x - M);
-                num += sc * __ldcg(&p.part[(sp * nq_all + qg) * D + d]);
-                den += sc * ml.y;
-            }
-        }
-        fattn_vec_store(p, hk, j, d, den > 0.0f ? num / den : 0.0f);
+        fattn_vec_store(p, hk, j, d, merge_splits(p, (int64_t)hk * n_q + j, nq_all, d));
     }
     if (threadIdx.x == 0) p.counters[hk] = 0;
 }
@@ -599,7 +592,10 @@ GGML_CUDA_OP(flash_attn_ext) { flash_attn_ext(ctx, dst, nullptr, nullptr); }
 
 void * ggml_cuda_op_flash_attn_ext_q8(ggml_cuda_context & ctx, ggml_tensor * dst) {
     const int64_t n = dst->ne[0] * dst->ne[1], rows = dst->ne[2] * dst->ne[3]; // [D * n_head, n_tokens] rows
+    if (n % 32 != 0) {
+        flash_attn_ext(ctx, dst, nullptr, nullptr);
+        return nullptr;
+    }
     void * q = ctx.pool.alloc(ggml_cuda_q8s_size(rows, n));
-    if (n % 32 != 0 || !flash_attn_ext(ctx, dst, (int8_t *)q, (float *)((char *)q + rows * n))) return nullptr;
-    return q;
+    return flash_attn_ext(ctx, dst, (int8_t *)q, (float *)((char *)q + rows * n)) ? q : nullptr;
 }
