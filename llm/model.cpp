@@ -192,12 +192,14 @@ struct tensor_loader {
             return fail(strfmt("tensor '%s' has shape %s, expected %s", name.c_str(),
                                shape_str(t->ne, std::max(ggml_n_dims(t), n)).c_str(), shape_str(want, n).c_str()));
         }
+        // weights: f32, f16 or any quantized type the library implements (not the activation-only q8_1, q8_K)
         const bool type_ok = f32_only ? t->type == GGML_TYPE_F32
-                                      : (t->type == GGML_TYPE_F32 || t->type == GGML_TYPE_F16 ||
-                                         t->type == GGML_TYPE_Q8_0);
+                                      : ggml_type_is_valid(t->type) && t->type != GGML_TYPE_Q8_1 &&
+                                            t->type != GGML_TYPE_Q8_K && t->type != GGML_TYPE_I32;
         if (!type_ok) {
             return fail(strfmt("tensor '%s' has unsupported type %s (supported: %s)", name.c_str(),
-                               ggml_type_name(t->type), f32_only ? "f32" : "f32, f16, q8_0"));
+                               ggml_type_name(t->type),
+                               f32_only ? "f32" : "f32, f16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K..q6_K"));
         }
         ++n_used;
         *out = t;

@@ -57,19 +57,19 @@ void compute(ggml_context * ctx, ggml_tensor * out, int nth) {
 }
 
 // dst (of any type/strides) holds src's elements in linear order, converted with the reference
-// converters: f32 exact, f16 = fp32_to_fp16(v), q8_0 rows = quantize_row_q8_0_ref(row of v).
+// converters: f32 exact, f16 = fp32_to_fp16(v), quantized rows = the type's from_float_ref(row of v).
 int check_copy(const ggml_tensor * src, const ggml_tensor * dst) {
     const int64_t n = ggml_nelements(src), ne0 = dst->ne[0];
     int bad = 0;
     std::vector<float> row(ne0);
-    std::vector<block_q8_0> q(ne0 / 32 + 1);
+    std::vector<char> q(ggml_is_quantized(dst->type) ? ggml_row_size(dst->type, ne0) : 0);
     for (int64_t r = 0; r < n / ne0; ++r) {
         for (int64_t i = 0; i < ne0; ++i)
             row[i] = (float)rd_linear(src, r * ne0 + i);
-        if (dst->type == GGML_TYPE_Q8_0) {
-            quantize_row_q8_0_ref(row.data(), q.data(), ne0);
+        if (ggml_is_quantized(dst->type)) {
+            ggml_get_type_traits(dst->type)->from_float_ref(row.data(), q.data(), ne0);
             const int64_t i1 = r % dst->ne[1], i2 = (r / dst->ne[1]) % dst->ne[2], i3 = r / (dst->ne[1] * dst->ne[2]);
-            bad += std::memcmp(ggml_ptr(dst, i1, i2, i3), q.data(), ggml_row_size(GGML_TYPE_Q8_0, ne0)) != 0;
+            bad += std::memcmp(ggml_ptr(dst, i1, i2, i3), q.data(), q.size()) != 0;
             continue;
         }
         for (int64_t i = 0; i < ne0; ++i) {
@@ -81,6 +81,12 @@ int check_copy(const ggml_tensor * src, const ggml_tensor * dst) {
 }
 
 const ggml_type k_types[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_Q8_0};
+// every quantized weight type (test_quant_vectors checks their converters against llama.cpp's data)
+const ggml_type k_quant_types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
+                                   GGML_TYPE_Q8_0, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K,
+                                   GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
+// a row length of an odd number of blocks
+int64_t odd_row(ggml_type t) { return ggml_blck_size(t) * 3; }
 
 } // namespace
 
@@ -238,4 +244,77 @@ TEST_CASE("get_rows: token embedding lookup with a strided index view") {
             bad += rd(out, k, i, 0, 0) != rd(emb, k, (2 * i * 17) % 50, 0, 0);
     CHECK(bad == 0);
     ggml_free(ctx);
+}
+
+TEST_CASE("get_rows: every quantized type, batched indices, 1-3 threads") {
+    std::mt19937 rng(7);
+    for (ggml_type t : k_quant_types) {
+        for (int nth = 1; nth <= 3; ++nth) {
+            const int64_t n_embd = odd_row(t), n_rows = 11, B1 = 2;
+            ggml_context * ctx = new_ctx();
+            ggml_tensor * a = ggml_new_tensor_3d(ctx, t, n_embd, n_rows, B1);
+            fill(a, rng, 2.0f);
+            ggml_tensor * idx = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, 5, B1);
+            for (int64_t i = 0; i < 5 * B1; ++i)
+                ((int32_t *)idx->data)[i] = (int32_t)(rng() % n_rows);
+            ((int32_t *)idx->data)[0] = (int32_t)n_rows - 1;
+            ggml_tensor * out = ggml_get_rows(ctx, a, idx); // [n_embd, 5, B1]
+            std::memset(out->data, 0xff, ggml_nbytes(out));
+            compute(ctx, out, nth);
+            INFO("t = " << ggml_type_name(t));
+            CAPTURE(nth);
+            int bad = 0;
+            for (int64_t j = 0; j < B1; ++j)
+                for (int64_t i = 0; i < 5; ++i) {
+                    const int32_t r = ((int32_t *)idx->data)[j * 5 + i];
+                    for (int64_t k = 0; k < n_embd; ++k)
+                        bad += rd(out, k, i, j, 0) != rd(a, k, r, j, 0);
+                }
+            CHECK(bad == 0);
+            ggml_free(ctx);
+        }
+    }
+}
+
+TEST_CASE("cpy: every quantized type to and from f32 / f16, permuted source, 1-3 threads") {
+    std::mt19937 rng(8);
+    for (ggml_type t : k_quant_types) {
+        for (ggml_type f : {GGML_TYPE_F32, GGML_TYPE_F16}) {
+            for (int nth = 1; nth <= 3; ++nth) {
+                const int64_t ne0 = odd_row(t), ne1 = 5, ne2 = 3;
+                INFO(ggml_type_name(t) << " <-> " << ggml_type_name(f));
+                CAPTURE(nth);
+                ggml_context * ctx = new_ctx();
+                // float -> quant from a permuted source: [ne0, ne2, ne1] viewed as [ne0, ne1, ne2]
+                ggml_tensor * src = ggml_new_tensor_3d(ctx, f, ne0, ne2, ne1);
+                fill(src, rng);
+                ggml_tensor * perm = ggml_permute(ctx, src, 0, 2, 1, 3);
+                ggml_tensor * q = ggml_new_tensor_3d(ctx, t, ne0, ne1, ne2);
+                ggml_tensor * c1 = ggml_cpy(ctx, perm, q);
+                poison(q);
+                compute(ctx, c1, nth);
+                CHECK(check_copy(perm, q) == 0);
+                // quant -> float (dequantize), contiguous and into a transposed destination view
+                ggml_tensor * back = ggml_new_tensor_3d(ctx, f, ne0, ne1, ne2);
+                ggml_tensor * c2 = ggml_cpy(ctx, q, back);
+                poison(back);
+                compute(ctx, c2, nth);
+                CHECK(check_copy(q, back) == 0);
+                ggml_tensor * dt = ggml_new_tensor_2d(ctx, f, ne1 * ne2, ne0);
+                ggml_tensor * dtv = ggml_transpose(ctx, dt); // [ne0, ne1*ne2], element stride ne1*ne2
+                ggml_tensor * q2 = ggml_reshape_2d(ctx, q, ne0, ne1 * ne2);
+                ggml_tensor * c3 = ggml_cpy(ctx, q2, dtv);
+                poison(dt);
+                compute(ctx, c3, nth);
+                CHECK(check_copy(q2, dtv) == 0);
+                // a quantized source reshaped to another row length goes through the element path
+                ggml_tensor * flat = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, ne0 * ne1 / 2, 2 * ne2);
+                ggml_tensor * c4 = ggml_cpy(ctx, q, flat);
+                poison(flat);
+                compute(ctx, c4, nth);
+                CHECK(check_copy(q, flat) == 0);
+                ggml_free(ctx);
+            }
+        }
+    }
 }

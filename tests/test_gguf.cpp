@@ -645,8 +645,11 @@ TEST_CASE("corrupt: tensor infos") {
     check_err(one({1024, 2}, GGML_TYPE_F32, 0), "extends past end of file");  // 8192 bytes, 4096 present
     check_err(one({1ll << 40}, GGML_TYPE_F32, 0), "extends past end of file");
     check_err(one({4}, GGML_TYPE_F32, ~0ull - 31), "extends past end of file");  // offset + size overflows
-    check_err(one({64}, 2, 0), "unsupported tensor type 2 (q4_0)");
-    check_err(one({256}, 12, 0), "unsupported tensor type 12 (q4_K)");
+    check_err(one({256}, 16, 0), "unsupported tensor type 16 (iq2_xxs)");
+    check_err(one({64}, 20, 0), "unsupported tensor type 20 (iq4_nl)");
+    check_err(one({96, 2}, GGML_TYPE_Q4_K, 0), "ne[0] = 96 is not a multiple of the block size 256 of q4_K");
+    CHECK(parse_err(one({64, 2}, GGML_TYPE_Q4_0, 0)) == "");
+    CHECK(parse_err(one({256, 2}, GGML_TYPE_Q6_K, 0)) == "");
     check_err(one({64}, 30, 0), "unsupported tensor type 30 (bf16)");
     check_err(one({64}, 1000, 0), "unknown tensor type 1000");
     check_err(one({64}, -1, 0), "unknown tensor type -1");

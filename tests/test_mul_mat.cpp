@@ -1,4 +1,4 @@
-// test_mul_mat.cpp - CPU mul_mat (f32/f16/q8_0 weights) against double-precision loops:
+// test_mul_mat.cpp - CPU mul_mat (f32/f16 and every quantized weight type) against double-precision loops:
 // odd sizes, GQA broadcast, transposed/permuted activations, permuted/strided weight views
 // (a KV-cache style f16 view), 1-3 threads; the AMX q8_0 path and the transposed-panel float path
 // with their tails. GGML_NO_AMX=1 runs the q8_0 batches on the AVX-512 VNNI tiles instead.
@@ -24,10 +24,13 @@ void compute(ggml_context * ctx, ggml_tensor * out, int nth) {
     ggml_graph_compute_with_ctx(ctx, gf, nth);
 }
 
-enum class act_ref { exact, f16, q8_1 }; // how the reference rounds the activations
+enum class act_ref { exact, f16, q8_1, q8_K }; // how the reference rounds the activations
 
-// q8_0 weights see activations quantized to q8_1; float weights see them exactly
-act_ref act_ref_for(ggml_type ta) { return ta == GGML_TYPE_Q8_0 ? act_ref::q8_1 : act_ref::exact; }
+// 32-weight quant blocks see activations quantized to q8_1, the K-quants q8_K; float weights see them exactly
+act_ref act_ref_for(ggml_type ta) {
+    if (!ggml_is_quantized(ta)) return act_ref::exact;
+    return ggml_blck_size(ta) == QK_K ? act_ref::q8_K : act_ref::q8_1;
+}
 
 // out [M, N, B2, B3] vs sum_k a[k, m, i2/r2, i3/r3] * b'[k, n, i2, i3] in double.
 // Returns the number of elements off by more than tol * sum|a*b| (+ 1e-6 absolute).
@@ -39,6 +42,9 @@ int check_mul_mat(const ggml_tensor * out, const ggml_tensor * a, const ggml_ten
     std::vector<double> bcol(K);
     std::vector<float> bf(K);
     std::vector<block_q8_1> bq(K / 32 + 1);
+    std::vector<block_q8_K> bk(K / QK_K + 1);
+    // weights dequantized once per row (the K-quants' blocks are too large to decode per element)
+    std::vector<double> arow(K);
     for (int64_t i3 = 0; i3 < B3; ++i3)
         for (int64_t i2 = 0; i2 < B2; ++i2)
             for (int64_t n = 0; n < N; ++n) {
@@ -47,16 +53,21 @@ int check_mul_mat(const ggml_tensor * out, const ggml_tensor * a, const ggml_ten
                 if (ar == act_ref::q8_1) {
                     quantize_row_q8_1_ref(bf.data(), bq.data(), K);
                     dequantize_row_q8_1(bq.data(), bf.data(), K);
+                } else if (ar == act_ref::q8_K) {
+                    quantize_row_q8_K_ref(bf.data(), bk.data(), K);
+                    dequantize_row_q8_K(bk.data(), bf.data(), K);
                 }
                 for (int64_t k = 0; k < K; ++k) {
                     bcol[k] = ar == act_ref::f16 ? ggml_fp16_to_fp32(ggml_fp32_to_fp16(bf[k])) : bf[k];
                 }
                 for (int64_t m = 0; m < M; ++m) {
                     double ref = 0, mag = 0;
+                    for (int64_t k = 0; k < K; ++k)
+                        arow[k] = rd(a, k, m, i2 / r2, i3 / r3);
                     for (int64_t k = 0; k < K; ++k) {
                         // a_orig: the f32 values before quantization (contiguous a only)
                         const double av = a_orig ? (*a_orig)[((i3 / r3 * a->ne[2] + i2 / r2) * M + m) * K + k]
-                                                 : rd(a, k, m, i2 / r2, i3 / r3);
+                                                 : arow[k];
                         ref += av * bcol[k];
                         mag += std::fabs(av * bcol[k]);
                     }
@@ -321,6 +332,70 @@ TEST_CASE("mul_mat float weights, several columns (transposed 16-row panels): K,
                     ggml_free(ctx);
                 }
             }
+        }
+    }
+}
+
+// Loose bound against the unquantized values: relative RMS error of the type on N(0,1) data times a margin
+// (the result error sums K independent errors; it is a fraction of sum|a*b|, not of the result).
+TEST_CASE("mul_mat every quantized weight type: odd sizes, GQA, transposed activations, 1-3 threads") {
+    struct tcase {
+        ggml_type t;
+        double loose;
+    };
+    const tcase types[] = {{GGML_TYPE_Q4_0, 0.15}, {GGML_TYPE_Q4_1, 0.15}, {GGML_TYPE_Q5_0, 0.08},
+                           {GGML_TYPE_Q5_1, 0.08}, {GGML_TYPE_Q2_K, 0.5},  {GGML_TYPE_Q3_K, 0.3},
+                           {GGML_TYPE_Q4_K, 0.15}, {GGML_TYPE_Q5_K, 0.08}, {GGML_TYPE_Q6_K, 0.04}};
+    std::mt19937 rng(46);
+    for (const tcase & tc : types) {
+        const int64_t blk = ggml_blck_size(tc.t);
+        for (int64_t K : {blk, 3 * blk, blk == 32 ? int64_t(4128) : int64_t(4352)}) {
+            for (int64_t M : {1, 7, 33}) {
+                for (int64_t N : {1, 2, 5, 17}) {
+                    const int nth = 1 + (int)((K + M + N) % 3);
+                    ggml_context * ctx = new_ctx();
+                    ggml_tensor * a = ggml_new_tensor_2d(ctx, tc.t, K, M);
+                    ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, N);
+                    const auto a_orig = fill(a, rng);
+                    fill(b, rng);
+                    ggml_tensor * out = ggml_mul_mat(ctx, a, b);
+                    poison(out);
+                    compute(ctx, out, nth);
+                    INFO("ta = " << ggml_type_name(tc.t));
+                    CAPTURE(K);
+                    CAPTURE(M);
+                    CAPTURE(N);
+                    CAPTURE(nth);
+                    // tight: dequantized weights x activations rounded like the kernel's activation type
+                    CHECK(check_mul_mat(out, a, b, act_ref_for(tc.t), 1e-5) == 0);
+                    CHECK(check_mul_mat(out, a, b, act_ref::exact, tc.loose, &a_orig) == 0);
+                    ggml_free(ctx);
+                }
+            }
+        }
+        // GQA broadcast and non-contiguous activations (transposed: element stride N; permuted dims 1, 2)
+        for (int nth = 1; nth <= 3; ++nth) {
+            const int64_t K = 2 * blk, M = 9, N = 6, H = 4;
+            ggml_context * ctx = new_ctx();
+            ggml_tensor * a = ggml_new_tensor_3d(ctx, tc.t, K, M, 2);
+            fill(a, rng);
+            ggml_tensor * bt = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, N, K, H);
+            fill(bt, rng);
+            ggml_tensor * b1 = ggml_transpose(ctx, bt);
+            ggml_tensor * bp = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, K, H, N);
+            fill(bp, rng);
+            ggml_tensor * b2 = ggml_permute(ctx, bp, 0, 2, 1, 3);
+            ggml_tensor * o1 = ggml_mul_mat(ctx, a, b1);
+            ggml_tensor * o2 = ggml_mul_mat(ctx, a, b2);
+            poison(o1);
+            poison(o2);
+            compute(ctx, o1, nth);
+            compute(ctx, o2, nth);
+            INFO("ta = " << ggml_type_name(tc.t));
+            CAPTURE(nth);
+            CHECK(check_mul_mat(o1, a, b1, act_ref_for(tc.t), 1e-5) == 0);
+            CHECK(check_mul_mat(o2, a, b2, act_ref_for(tc.t), 1e-5) == 0);
+            ggml_free(ctx);
         }
     }
 }

@@ -97,9 +97,9 @@ TEST_CASE("type traits") {
     CHECK(ggml_row_size((ggml_type)12, 512) == 288); // q4_K geometry for loaders
     CHECK(ggml_is_quantized(GGML_TYPE_Q8_0));
     CHECK(!ggml_is_quantized(GGML_TYPE_F16));
-    for (int t : {0, 1, 8, 9, 26})
+    for (int t : {0, 1, 2, 3, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 26})
         CHECK(ggml_type_is_valid(t));
-    for (int t : {-1, 2, 4, 12, 30, 38, 39, 1000})
+    for (int t : {-1, 4, 5, 16, 20, 23, 30, 38, 39, 1000})
         CHECK(!ggml_type_is_valid(t));
     CHECK((ggml_get_type_traits(GGML_TYPE_Q8_0)->to_float != nullptr));
     CHECK((ggml_get_type_traits(GGML_TYPE_Q8_1)->from_float_ref != nullptr));

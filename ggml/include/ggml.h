@@ -39,8 +39,18 @@
 enum ggml_type : int32_t {
     GGML_TYPE_F32  = 0,
     GGML_TYPE_F16  = 1,
+    GGML_TYPE_Q4_0 = 2,
+    GGML_TYPE_Q4_1 = 3,
+    GGML_TYPE_Q5_0 = 6,
+    GGML_TYPE_Q5_1 = 7,
     GGML_TYPE_Q8_0 = 8,
     GGML_TYPE_Q8_1 = 9,
+    GGML_TYPE_Q2_K = 10,
+    GGML_TYPE_Q3_K = 11,
+    GGML_TYPE_Q4_K = 12,
+    GGML_TYPE_Q5_K = 13,
+    GGML_TYPE_Q6_K = 14,
+    GGML_TYPE_Q8_K = 15,
     GGML_TYPE_I32  = 26,
     GGML_TYPE_COUNT = 39,  // table size; only the types above are supported
 };
@@ -61,6 +71,91 @@ struct block_q8_1 {
     int8_t      qs[QK8_1];
 };
 static_assert(sizeof(block_q8_1) == 36, "wrong q8_1 block size");
+
+// ---- 32-weight blocks (ggml's "legacy" quants). Weight j of a block: qs[j % 16] holds j in its
+// low nibble for j < 16 and in its high nibble for j >= 16; q5's 5th bit of weight j is bit j of qh.
+#define QK4_0 32
+struct block_q4_0 {
+    ggml_fp16_t d;             // delta: x = d * (q - 8), q in [0, 15]
+    uint8_t     qs[QK4_0 / 2]; // nibbles
+};
+static_assert(sizeof(block_q4_0) == 18, "wrong q4_0 block size");
+
+#define QK4_1 32
+struct block_q4_1 {
+    ggml_fp16_t d;             // delta: x = d * q + m, q in [0, 15]
+    ggml_fp16_t m;             // min
+    uint8_t     qs[QK4_1 / 2]; // nibbles
+};
+static_assert(sizeof(block_q4_1) == 20, "wrong q4_1 block size");
+
+#define QK5_0 32
+struct block_q5_0 {
+    ggml_fp16_t d;             // delta: x = d * (q - 16), q in [0, 31]
+    uint8_t     qh[4];         // 5th bits, little-endian uint32
+    uint8_t     qs[QK5_0 / 2]; // low 4 bits
+};
+static_assert(sizeof(block_q5_0) == 22, "wrong q5_0 block size");
+
+#define QK5_1 32
+struct block_q5_1 {
+    ggml_fp16_t d;             // delta: x = d * q + m, q in [0, 31]
+    ggml_fp16_t m;             // min
+    uint8_t     qh[4];         // 5th bits
+    uint8_t     qs[QK5_1 / 2]; // low 4 bits
+};
+static_assert(sizeof(block_q5_1) == 24, "wrong q5_1 block size");
+
+// ---- K-quants: 256-weight super-blocks of 16 or 32-weight sub-blocks with quantized scales.
+#define QK_K 256
+#define K_SCALE_SIZE 12
+struct block_q2_K {            // 2.625 bits per weight
+    uint8_t     scales[QK_K / 16]; // 16 sub-blocks of 16: scale (low 4 bits) and min (high 4 bits)
+    uint8_t     qs[QK_K / 4];      // 2-bit quants
+    ggml_fp16_t d;                 // super-block scale of the scales
+    ggml_fp16_t dmin;              // super-block scale of the mins
+};
+static_assert(sizeof(block_q2_K) == 84, "wrong q2_K block size");
+
+struct block_q3_K {            // 3.4375 bits per weight
+    uint8_t     hmask[QK_K / 8];   // high bit of each 3-bit quant
+    uint8_t     qs[QK_K / 4];      // low 2 bits
+    uint8_t     scales[12];        // 16 6-bit scales
+    ggml_fp16_t d;                 // super-block scale
+};
+static_assert(sizeof(block_q3_K) == 110, "wrong q3_K block size");
+
+struct block_q4_K {            // 4.5 bits per weight
+    ggml_fp16_t d;                    // super-block scale of the scales
+    ggml_fp16_t dmin;                 // super-block scale of the mins
+    uint8_t     scales[K_SCALE_SIZE]; // 8 sub-blocks of 32: 6-bit scales and mins
+    uint8_t     qs[QK_K / 2];         // 4-bit quants
+};
+static_assert(sizeof(block_q4_K) == 144, "wrong q4_K block size");
+
+struct block_q5_K {            // 5.5 bits per weight
+    ggml_fp16_t d;
+    ggml_fp16_t dmin;
+    uint8_t     scales[K_SCALE_SIZE]; // as q4_K
+    uint8_t     qh[QK_K / 8];         // 5th bits
+    uint8_t     qs[QK_K / 2];         // low 4 bits
+};
+static_assert(sizeof(block_q5_K) == 176, "wrong q5_K block size");
+
+struct block_q6_K {            // 6.5625 bits per weight
+    uint8_t     ql[QK_K / 2];      // low 4 bits
+    uint8_t     qh[QK_K / 4];      // high 2 bits
+    int8_t      scales[QK_K / 16]; // 16 sub-blocks of 16: 8-bit scales
+    ggml_fp16_t d;                 // super-block scale
+};
+static_assert(sizeof(block_q6_K) == 210, "wrong q6_K block size");
+
+struct block_q8_K {            // activations of the K-quant dots (CPU)
+    float   d;                 // delta
+    int8_t  qs[QK_K];          // quants
+    int16_t bsums[QK_K / 16];  // sums of each group of 16 quants
+};
+static_assert(sizeof(block_q8_K) == 292, "wrong q8_K block size");
 
 float       ggml_fp16_to_fp32(ggml_fp16_t h);
 ggml_fp16_t ggml_fp32_to_fp16(float f);  // round to nearest even
@@ -90,11 +185,34 @@ size_t       ggml_type_size(ggml_type type);
 size_t       ggml_row_size(ggml_type type, int64_t ne);  // bytes of ne elements (ne % blck == 0)
 bool         ggml_is_quantized(ggml_type type);
 
-// Reference quantizers (plain C++, bit-identical to ggml's).
+// Reference quantizers (plain C++, bit-identical to ggml's reference code: a file quantized here
+// equals one quantized by llama.cpp's quantize without an importance matrix). k: a multiple of
+// the block size. q8_0/q8_1 in ggml-quants.cpp, q4_0..q5_1 in ggml-quants-legacy.cpp, the
+// K-quants (with their scale searches) in ggml-quants-k.cpp.
+void quantize_row_q4_0_ref(const float * x, block_q4_0 * y, int64_t k);
+void quantize_row_q4_1_ref(const float * x, block_q4_1 * y, int64_t k);
+void quantize_row_q5_0_ref(const float * x, block_q5_0 * y, int64_t k);
+void quantize_row_q5_1_ref(const float * x, block_q5_1 * y, int64_t k);
 void quantize_row_q8_0_ref(const float * x, block_q8_0 * y, int64_t k);
 void quantize_row_q8_1_ref(const float * x, block_q8_1 * y, int64_t k);
+void quantize_row_q2_K_ref(const float * x, block_q2_K * y, int64_t k);
+void quantize_row_q3_K_ref(const float * x, block_q3_K * y, int64_t k);
+void quantize_row_q4_K_ref(const float * x, block_q4_K * y, int64_t k);
+void quantize_row_q5_K_ref(const float * x, block_q5_K * y, int64_t k);
+void quantize_row_q6_K_ref(const float * x, block_q6_K * y, int64_t k);
+void quantize_row_q8_K_ref(const float * x, block_q8_K * y, int64_t k);
+void dequantize_row_q4_0(const block_q4_0 * x, float * y, int64_t k);
+void dequantize_row_q4_1(const block_q4_1 * x, float * y, int64_t k);
+void dequantize_row_q5_0(const block_q5_0 * x, float * y, int64_t k);
+void dequantize_row_q5_1(const block_q5_1 * x, float * y, int64_t k);
 void dequantize_row_q8_0(const block_q8_0 * x, float * y, int64_t k);
 void dequantize_row_q8_1(const block_q8_1 * x, float * y, int64_t k);
+void dequantize_row_q2_K(const block_q2_K * x, float * y, int64_t k);
+void dequantize_row_q3_K(const block_q3_K * x, float * y, int64_t k);
+void dequantize_row_q4_K(const block_q4_K * x, float * y, int64_t k);
+void dequantize_row_q5_K(const block_q5_K * x, float * y, int64_t k);
+void dequantize_row_q6_K(const block_q6_K * x, float * y, int64_t k);
+void dequantize_row_q8_K(const block_q8_K * x, float * y, int64_t k);
 
 // ---------------------------------------------------------------------------------------------
 // Ops (the registry is ggml-ops.def).

@@ -138,6 +138,22 @@ static void from_float_f16(const float * x, void * y, int64_t n) {
 static void from_float_q8_0(const float * x, void * y, int64_t n) { quantize_row_q8_0_ref(x, (block_q8_0 *)y, n); }
 static void from_float_q8_1(const float * x, void * y, int64_t n) { quantize_row_q8_1_ref(x, (block_q8_1 *)y, n); }
 
+// Legacy quants (ggml-quants-legacy.cpp) and K-quants (ggml-quants-k.cpp).
+#define QUANT_WRAPPERS(t)                                                                                              \
+    static void to_float_##t(const void * x, float * y, int64_t n) { dequantize_row_##t((const block_##t *)x, y, n); } \
+    static void from_float_##t(const float * x, void * y, int64_t n) { quantize_row_##t##_ref(x, (block_##t *)y, n); }
+QUANT_WRAPPERS(q4_0)
+QUANT_WRAPPERS(q4_1)
+QUANT_WRAPPERS(q5_0)
+QUANT_WRAPPERS(q5_1)
+QUANT_WRAPPERS(q2_K)
+QUANT_WRAPPERS(q3_K)
+QUANT_WRAPPERS(q4_K)
+QUANT_WRAPPERS(q5_K)
+QUANT_WRAPPERS(q6_K)
+QUANT_WRAPPERS(q8_K)
+#undef QUANT_WRAPPERS
+
 // Types this library does not implement keep their ggml name and block geometry, so a loader
 // can size their data and name them in its error message.
 #define UNSUPPORTED(name, blck, size)                                                                                  \
@@ -146,20 +162,20 @@ static void from_float_q8_1(const float * x, void * y, int64_t n) { quantize_row
 static const ggml_type_traits k_type_traits[GGML_TYPE_COUNT] = {
     /*  0 */ {"f32", 1, sizeof(float), false, true, to_float_f32, from_float_f32},
     /*  1 */ {"f16", 1, sizeof(ggml_fp16_t), false, true, to_float_f16, from_float_f16},
-    /*  2 */ UNSUPPORTED("q4_0", 32, 18),
-    /*  3 */ UNSUPPORTED("q4_1", 32, 20),
+    /*  2 */ {"q4_0", QK4_0, sizeof(block_q4_0), true, true, to_float_q4_0, from_float_q4_0},
+    /*  3 */ {"q4_1", QK4_1, sizeof(block_q4_1), true, true, to_float_q4_1, from_float_q4_1},
     /*  4 */ {}, // removed from ggml (q4_2)
     /*  5 */ {}, // removed from ggml (q4_3)
-    /*  6 */ UNSUPPORTED("q5_0", 32, 22),
-    /*  7 */ UNSUPPORTED("q5_1", 32, 24),
+    /*  6 */ {"q5_0", QK5_0, sizeof(block_q5_0), true, true, to_float_q5_0, from_float_q5_0},
+    /*  7 */ {"q5_1", QK5_1, sizeof(block_q5_1), true, true, to_float_q5_1, from_float_q5_1},
     /*  8 */ {"q8_0", QK8_0, sizeof(block_q8_0), true, true, to_float_q8_0, from_float_q8_0},
     /*  9 */ {"q8_1", QK8_1, sizeof(block_q8_1), true, true, to_float_q8_1, from_float_q8_1},
-    /* 10 */ UNSUPPORTED("q2_K", 256, 84),
-    /* 11 */ UNSUPPORTED("q3_K", 256, 110),
-    /* 12 */ UNSUPPORTED("q4_K", 256, 144),
-    /* 13 */ UNSUPPORTED("q5_K", 256, 176),
-    /* 14 */ UNSUPPORTED("q6_K", 256, 210),
-    /* 15 */ UNSUPPORTED("q8_K", 256, 292),
+    /* 10 */ {"q2_K", QK_K, sizeof(block_q2_K), true, true, to_float_q2_K, from_float_q2_K},
+    /* 11 */ {"q3_K", QK_K, sizeof(block_q3_K), true, true, to_float_q3_K, from_float_q3_K},
+    /* 12 */ {"q4_K", QK_K, sizeof(block_q4_K), true, true, to_float_q4_K, from_float_q4_K},
+    /* 13 */ {"q5_K", QK_K, sizeof(block_q5_K), true, true, to_float_q5_K, from_float_q5_K},
+    /* 14 */ {"q6_K", QK_K, sizeof(block_q6_K), true, true, to_float_q6_K, from_float_q6_K},
+    /* 15 */ {"q8_K", QK_K, sizeof(block_q8_K), true, true, to_float_q8_K, from_float_q8_K},
     /* 16 */ UNSUPPORTED("iq2_xxs", 256, 66),
     /* 17 */ UNSUPPORTED("iq2_xs", 256, 74),
     /* 18 */ UNSUPPORTED("iq3_xxs", 256, 98),

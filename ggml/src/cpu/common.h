@@ -47,6 +47,8 @@ struct ggml_cpu_row_index {
 };
 
 inline bool ggml_cpu_is_float(ggml_type t) { return t == GGML_TYPE_F32 || t == GGML_TYPE_F16; }
+// f32, f16 or a quantized type the CPU multiplies with (has a mul_mat activation type in cpu/quants.h)
+bool ggml_cpu_is_weight_type(ggml_type t);
 
 // element load/store for f32 or f16 (other types are rejected by ggml_cpu_supports_op)
 inline float ggml_cpu_load(ggml_type type, const char * p) {

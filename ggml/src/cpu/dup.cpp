@@ -1,8 +1,9 @@
 // cpu/dup.cpp - copies with type conversion: DUP, CONT (src0 -> dst) and CPY (src0 -> dst, a view
-// of src1). Types f32, f16, q8_0 in any combination. Elements are matched in linear (ne) order,
+// of src1). Types f32, f16 and the quantized weight types in any combination. Elements are matched in linear (ne) order,
 // so the two shapes may differ as long as the element counts agree (ggml_cpy semantics).
-// Any strides on either side, except that a q8_0 destination needs dense rows (nb0 == 34) and
-// ne0 % 32 == 0 (a block is quantized as a whole).
+// Any strides on either side, except that a quantized destination needs dense rows
+// (nb0 == block bytes) and ne0 a multiple of the block (a block is quantized as a whole).
+#include "cpu/common.h"
 #include "cpu/ops.h"
 #include "ggml-impl.h"
 
@@ -11,7 +12,7 @@
 
 namespace {
 
-bool copy_type_ok(ggml_type t) { return t == GGML_TYPE_F32 || t == GGML_TYPE_F16 || t == GGML_TYPE_Q8_0; }
+bool copy_type_ok(ggml_type t) { return ggml_cpu_is_weight_type(t); }
 
 // element i0 of a row starting at `row`
 inline float read_elem(const ggml_tensor * t, const char * row, int64_t i0) {
@@ -20,9 +21,11 @@ inline float read_elem(const ggml_tensor * t, const char * row, int64_t i0) {
             return *(const float *)(row + i0 * t->nb[0]);
         case GGML_TYPE_F16:
             return ggml_compute_fp16_to_fp32(*(const ggml_fp16_t *)(row + i0 * t->nb[0]));
-        default: {
-            const block_q8_0 * blk = (const block_q8_0 *)(row + (i0 / QK8_0) * t->nb[0]);
-            return ggml_compute_fp16_to_fp32(blk->d) * blk->qs[i0 % QK8_0];
+        default: { // dequantize the element's block
+            const ggml_type_traits * tt = ggml_get_type_traits(t->type);
+            float blk[QK_K];
+            tt->to_float(row + (i0 / tt->blck_size) * t->nb[0], blk, tt->blck_size);
+            return blk[i0 % tt->blck_size];
         }
     }
 }
@@ -48,7 +51,7 @@ void write_row(const ggml_tensor * t, char * row, const float * x, int64_t n) {
             }
             break;
         default:
-            quantize_row_q8_0_ref(x, (block_q8_0 *)row, n);
+            ggml_get_type_traits(t->type)->from_float_ref(x, row, n);
             break;
     }
 }
@@ -56,8 +59,8 @@ void write_row(const ggml_tensor * t, char * row, const float * x, int64_t n) {
 void copy_tensor(const ggml_cpu_params & p, const ggml_tensor * src, ggml_tensor * dst) {
     GGML_ASSERT(copy_type_ok(src->type) && copy_type_ok(dst->type));
     GGML_ASSERT(ggml_nelements(src) == ggml_nelements(dst));
-    if (dst->type == GGML_TYPE_Q8_0) {
-        GGML_ASSERT(dst->nb[0] == sizeof(block_q8_0) && dst->ne[0] % QK8_0 == 0); // q8_0 dst: dense rows
+    if (ggml_is_quantized(dst->type)) { // quantized dst: dense rows of whole blocks
+        GGML_ASSERT(dst->nb[0] == ggml_type_size(dst->type) && dst->ne[0] % ggml_blck_size(dst->type) == 0);
     }
     if (src->data == dst->data && src->type == dst->type && ggml_are_same_shape(src, dst) &&
         std::memcmp(src->nb, dst->nb, sizeof(src->nb)) == 0) {

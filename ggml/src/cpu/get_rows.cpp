@@ -1,7 +1,8 @@
 // cpu/get_rows.cpp - gather rows by index (token embeddings).
 //
-//   a: [n_embd, n_rows, A2, A3] f32/f16/q8_0; b: i32 [n, B1, B2]; dst: f32 [n_embd, n, B1, B2]
+//   a: [n_embd, n_rows, A2, A3] f32/f16/any quant type (dense rows); b: i32 [n, B1, B2]; dst: f32 [n_embd, n, B1, B2]
 //   dst[:, i, j, k] = a[:, b[i, j, k], j % A2, k % A3]   (ggml: A2 == B1, A3 == B2)
+#include "cpu/common.h"
 #include "cpu/ops.h"
 #include "ggml-impl.h"
 
@@ -12,8 +13,8 @@ void ggml_cpu_op_get_rows(const ggml_cpu_params & p, ggml_tensor * dst) {
     GGML_ASSERT(b->type == GGML_TYPE_I32);
     GGML_ASSERT(dst->type == GGML_TYPE_F32 && dst->nb[0] == sizeof(float));
     GGML_ASSERT(dst->ne[0] == n_embd && dst->ne[1] == b->ne[0] && dst->ne[2] == b->ne[1] && dst->ne[3] == b->ne[2]);
-    GGML_ASSERT(a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16 || a->type == GGML_TYPE_Q8_0);
-    GGML_ASSERT(a->type != GGML_TYPE_Q8_0 || a->nb[0] == sizeof(block_q8_0));
+    GGML_ASSERT(ggml_cpu_is_weight_type(a->type));
+    GGML_ASSERT(!ggml_is_quantized(a->type) || a->nb[0] == ggml_type_size(a->type));
 
     const int64_t n = b->ne[0], B1 = b->ne[1], B2 = b->ne[2];
     int64_t r0, r1;
@@ -44,7 +45,7 @@ void ggml_cpu_op_get_rows(const ggml_cpu_params & p, ggml_tensor * dst) {
                 }
                 break;
             default:
-                dequantize_row_q8_0((const block_q8_0 *)src, out, n_embd);
+                ggml_get_type_traits(a->type)->to_float(src, out, n_embd);
                 break;
         }
     }

@@ -1,11 +1,11 @@
 // cpu/mul_mat.cpp - dst = a^T b on the CPU.
 //
-//   a: [K, M, A2, A3] f32/f16/q8_0 (rows dense, rows and dims 1..3 may be strided/permuted)
+//   a: [K, M, A2, A3] f32/f16/any quant type with CPU tiles (cpu/quants.h) (rows dense, rows and dims 1..3 may be strided/permuted)
 //   b: [K, N, B2, B3] f32/f16 (any strides), B2 % A2 == 0, B3 % A3 == 0 (GQA broadcast)
 //   dst: f32 [M, N, B2, B3]; dst[m, n, i2, i3] = dot(a[:, m, i2/(B2/A2), i3/(B3/A3)], b[:, n, i2, i3])
 //
 // Phase 1: b rows are converted (by all threads) into p.wdata as the dot's activation type:
-// q8_1 for q8_0 weights, else f32 when b's rows are not dense f32 (f16 weights are not rounding
+// q8_1 for q8_0/q4_0/q4_1/q5_0/q5_1 weights, q8_K for the K-quants, else f32 when b's rows are not dense f32 (f16 weights are not rounding
 // the activations to f16, unlike ggml: with N >= 4 the weight rows are widened to f32 per unit). Barrier. Phase 2: work
 // units of (batch, column chunk, row block) are split across threads; each is computed in register tiles of up to 4
 // rows x 4 columns, so a weight row is loaded once for 4 activation columns. q8_0 weights with N >= 2 go to AMX int8
@@ -15,6 +15,7 @@
 #include "cpu/amx.h"
 #include "cpu/gemm_t16.h"
 #include "cpu/ops.h"
+#include "cpu/quants.h"
 #include "cpu/vec_dot.h"
 #include "ggml-impl.h"
 
@@ -36,19 +37,8 @@ mm_plan mul_mat_plan(const ggml_tensor * dst) {
     const ggml_tensor * a = dst->src[0];
     const ggml_tensor * b = dst->src[1];
     mm_plan pl{};
-    switch (a->type) {
-        case GGML_TYPE_F32:
-            pl.vec_type = GGML_TYPE_F32;
-            break;
-        case GGML_TYPE_F16: // f32 activations: f16 rows are widened (per panel when N >= 4, else per step)
-            pl.vec_type = GGML_TYPE_F32;
-            break;
-        case GGML_TYPE_Q8_0:
-            pl.vec_type = GGML_TYPE_Q8_1;
-            break;
-        default:
-            GGML_ABORT("mul_mat: unsupported weight type %s", ggml_type_name(a->type));
-    }
+    pl.vec_type = ggml_cpu_get_type_traits(a->type)->vec_dot_type; // f32 for f32/f16, q8_1 or q8_K for quants
+    if (pl.vec_type == GGML_TYPE_COUNT) GGML_ABORT("mul_mat: unsupported weight type %s", ggml_type_name(a->type));
     pl.convert = b->type != pl.vec_type || b->nb[0] != ggml_type_size(b->type);
     pl.row_size = ggml_row_size(pl.vec_type, a->ne[0]);
     pl.wsize = pl.convert ? pl.row_size * (size_t)ggml_nrows(b) : 0;
@@ -76,11 +66,9 @@ void convert_row(const ggml_tensor * b, const char * src, ggml_type vec_type, vo
         case GGML_TYPE_F16:
             ggml_fp32_to_fp16_row(xf, (ggml_fp16_t *)dst, K);
             break;
-        case GGML_TYPE_Q8_1:
-            quantize_row_q8_1(xf, (block_q8_1 *)dst, K);
+        default: // q8_1, q8_K
+            ggml_cpu_get_type_traits(vec_type)->from_float(xf, dst, K);
             break;
-        default:
-            GGML_ABORT("mul_mat: bad activation type %s", ggml_type_name(vec_type));
     }
 }
 

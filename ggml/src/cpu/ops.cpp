@@ -4,7 +4,7 @@
 
 static bool is_f32(const ggml_tensor * t) { return t->type == GGML_TYPE_F32; }
 static bool is_f32_f16(const ggml_tensor * t) { return ggml_cpu_is_float(t->type); }
-static bool is_weight_type(const ggml_tensor * t) { return is_f32_f16(t) || t->type == GGML_TYPE_Q8_0; }
+static bool is_weight_type(const ggml_tensor * t) { return ggml_cpu_is_weight_type(t->type); }
 
 bool ggml_cpu_supports_op(const ggml_tensor * dst) {
     const ggml_tensor * s0 = dst->src[0];
@@ -20,9 +20,10 @@ bool ggml_cpu_supports_op(const ggml_tensor * dst) {
             return true;
         case GGML_OP_DUP:
         case GGML_OP_CONT:
-        case GGML_OP_CPY: // dup.cpp: f32/f16/q8_0 in any combination; a q8_0 dst needs dense whole blocks
+        case GGML_OP_CPY: // dup.cpp: f32/f16/quants in any combination; a quantized dst needs dense whole blocks
             return s0 && is_weight_type(s0) && is_weight_type(dst) &&
-                   (dst->type != GGML_TYPE_Q8_0 || (dst->nb[0] == sizeof(block_q8_0) && dst->ne[0] % QK8_0 == 0));
+                   (!ggml_is_quantized(dst->type) ||
+                    (dst->nb[0] == ggml_type_size(dst->type) && dst->ne[0] % ggml_blck_size(dst->type) == 0));
         case GGML_OP_ADD:
         case GGML_OP_MUL:
             return s0 && s1 && is_f32_f16(s0) && is_f32(s1) && dst->type == s0->type;
@@ -34,7 +35,8 @@ bool ggml_cpu_supports_op(const ggml_tensor * dst) {
         case GGML_OP_SWIGLU:
             return s0 && s1 && is_f32_f16(s0) && is_f32_f16(s1) && is_f32_f16(dst);
         case GGML_OP_GET_ROWS:
-            return s0 && s1 && is_weight_type(s0) && s1->type == GGML_TYPE_I32 && is_f32(dst);
+            return s0 && s1 && is_weight_type(s0) && s1->type == GGML_TYPE_I32 && is_f32(dst) &&
+                   (!ggml_is_quantized(s0->type) || s0->nb[0] == ggml_type_size(s0->type));
         case GGML_OP_SET_ROWS:
             return s0 && s1 && s2 && is_f32_f16(s0) && is_f32(s1) && s2->type == GGML_TYPE_I32 && dst->type == s0->type;
         case GGML_OP_SOFT_MAX:

@@ -7,6 +7,8 @@
 // (|x| . sign(y, x)).
 #include "cpu/vec_dot.h"
 
+#include "cpu/quants.h"
+
 #include "cpu/ops.h"
 #include "ggml-impl.h"
 
@@ -404,7 +406,7 @@ static const ggml_tile_dot_t k_tile_f16_f32[4][4] = {TILE_ROW(tile_dot_float, gg
 #endif
 
 #if defined(GGML_CPU_AVX512_VNNI)
-static const ggml_tile_dot_t k_tile_q8[4][4] = {
+ggml_tile_table ggml_cpu_tiles_q8_0 = {
     {tile_dot_q8<1, 1>, tile_dot_q8<1, 2>, tile_dot_q8<1, 3>, tile_dot_q8<1, 4>},
     {tile_dot_q8<2, 1>, tile_dot_q8<2, 2>, tile_dot_q8<2, 3>, tile_dot_q8<2, 4>},
     {tile_dot_q8<3, 1>, tile_dot_q8<3, 2>, tile_dot_q8<3, 3>, tile_dot_q8<3, 4>},
@@ -436,7 +438,7 @@ static const ggml_tile_dot_t k_tile_f16[4][4] = PAIRS(ggml_fp16_t, ggml_fp16_t, 
 static const ggml_tile_dot_t k_tile_f16_f32[4][4] = PAIRS(ggml_fp16_t, float, ggml_vec_dot_f16_f32);
 #endif
 #if !defined(GGML_CPU_AVX512_VNNI)
-static const ggml_tile_dot_t k_tile_q8[4][4] = PAIRS(block_q8_0, block_q8_1, ggml_vec_dot_q8_0_q8_1);
+ggml_tile_table ggml_cpu_tiles_q8_0 = PAIRS(block_q8_0, block_q8_1, ggml_vec_dot_q8_0_q8_1);
 #endif
 #undef PAIRS
 #undef PAIRS_ROW
@@ -448,9 +450,10 @@ ggml_tile_dot_t ggml_cpu_get_tile_dot(ggml_type type_x, bool y_f16, int nr, int 
             return k_tile_f32[nr - 1][nc - 1];
         case GGML_TYPE_F16:
             return y_f16 ? k_tile_f16[nr - 1][nc - 1] : k_tile_f16_f32[nr - 1][nc - 1];
-        case GGML_TYPE_Q8_0:
-            return k_tile_q8[nr - 1][nc - 1];
-        default:
-            GGML_ABORT("no dot kernel for weight type %s", ggml_type_name(type_x));
+        default: {
+            ggml_tile_table * tiles = ggml_cpu_get_type_traits(type_x)->tiles;
+            if (!tiles) GGML_ABORT("no dot kernel for weight type %s", ggml_type_name(type_x));
+            return (*tiles)[nr - 1][nc - 1];
+        }
     }
 }
