@@ -64,6 +64,17 @@ for t in r.tensors:
     w.add_tensor(t.name, np.array(t.data))
 w.write()
 PY
+$py - "$story" "$W/type16.gguf" "$W/type99.gguf" <<'PY'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+name = b"blk.0.ffn_down.weight"
+i = b.index(struct.pack("<Q", len(name)) + name) + 8 + len(name)
+n_dims = struct.unpack_from("<I", b, i)[0]
+t = i + 4 + 8 * n_dims                             # the tensor's ggml type (i32)
+assert struct.unpack_from("<i", b, t)[0] == 0      # f32
+for path, ty in ((sys.argv[2], 16), (sys.argv[3], 99)):  # 16 = iq2_xxs (ggml has it, we do not); 99: none
+    open(path, "wb").write(b[:t] + struct.pack("<i", ty) + b[t + 4:])
+PY
 touch "$W/noperm.gguf" && chmod 000 "$W/noperm.gguf"
 long_prompt=$(for i in $(seq 400); do printf 'Once upon a time there was a cat. '; done)
 printf 'short text' > "$W/short.txt"
@@ -90,6 +101,14 @@ case_() {
   rc=$?
   report "$what" "$expect" "$rc" "$out" "$*"
 }
+# case_want WANTED INPUT_DESCRIPTION COMMAND...: a failing case whose error line must contain WANTED
+want=""
+case_want() {
+  want=$1
+  shift
+  case_ "$1" fail "${@:2}"
+  want=""
+}
 report() {
   local what=$1 expect=$2 rc=$3 out=$4 cmd=$5
   local msg verdict=ok n_err
@@ -97,6 +116,8 @@ report() {
   msg=$(printf '%s\n' "$out" | grep -i -m1 'error' || true)
   if printf '%s\n' "$out" | grep -qE 'Sanitizer|GGML_ASSERT|Assertion|terminate called|Aborted|core dumped|Segmentation'; then
     verdict="CRASH"
+  elif [ -n "$want" ] && [[ "$msg" != *"$want"* ]]; then
+    verdict="message lacks '$want'"
   elif [ "$expect" = ok ]; then
     msg="(runs normally)"
     [ "$rc" -eq 0 ] || { verdict="exit $rc"; msg=$(printf '%s\n' "$out" | tail -1); }
@@ -152,6 +173,17 @@ if [ "$(id -u)" -ne 0 ]; then
   case_ "unreadable (chmod 000)" fail "$bin/gguf-info" "$W/noperm.gguf"
 fi
 
+# a tensor type this library does not implement (iq2_xxs) or that does not exist: the error names the tensor
+for f in type16 type99; do
+  case $f in
+    type16) d="tensor of type 16 (iq2_xxs)"; w="tensor 'blk.0.ffn_down.weight': unsupported tensor type 16 (iq2_xxs)" ;;
+    type99) d="tensor of type 99"; w="tensor 'blk.0.ffn_down.weight': unknown tensor type 99" ;;
+  esac
+  case_want "$w" "$d" "$bin/gguf-info" "$W/$f.gguf"
+  case_want "$w" "$d" "$bin/main" -m "$W/$f.gguf" -p hi -n 4
+  case_want "$w" "$d" "$bin/quantize" "$W/$f.gguf" "$W/out.gguf" q4_0
+done
+
 case_ "model without a tokenizer" fail "$bin/main" -m "$W/novocab.gguf" -p hi -n 4
 case_ "model without a tokenizer" fail "$bin/perplexity" -m "$W/novocab.gguf" -f "$W/short.txt"
 case_ "model without a tokenizer" fail "$bin/tokenize" -m "$W/novocab.gguf" -p hi
@@ -187,7 +219,11 @@ case_ "graph-dump: unknown flag" fail "$bin/graph-dump" --frob
 case_ "graph-dump: unwritable prefix" fail "$bin/graph-dump" -o "$W/nodir/sub/g"
 
 # ---- quantize outputs ------------------------------------------------------------------------------
-case_ "quantize: unknown type" fail "$bin/quantize" "$story" "$W/o.gguf" q4_k
+case_want "valid types: Q4_0, Q4_1" "quantize: unknown type" "$bin/quantize" "$story" "$W/o.gguf" q4_x
+case_want "valid types: Q4_0, Q4_1" "quantize: unknown type (iq2_xxs)" "$bin/quantize" "$story" "$W/o.gguf" iq2_xxs
+case_ "quantize: unknown option" fail "$bin/quantize" --frob "$story" "$W/o.gguf" q4_0
+case_ "quantize: --dry-run (writes nothing)" ok "$bin/quantize" --dry-run "$story" "$W/dry.gguf" q4_k_m
+[ -e "$W/dry.gguf" ] && { echo "| quantize --dry-run | wrote a file | \$W/dry.gguf | - | WROTE A FILE |"; n_bad=$((n_bad + 1)); }
 case_ "quantize: threads 0" fail "$bin/quantize" "$story" "$W/o.gguf" q8_0 0
 case_ "quantize: output dir missing" fail "$bin/quantize" "$story" "$W/nodir/o.gguf" q8_0
 case_ "quantize: output under a file" fail "$bin/quantize" "$story" "$W/short.txt/o.gguf" q8_0

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end checks of the tools on the real shared model (run by scripts/test.sh):
-# the README main job's greedy story, a q8_0 quantize round trip that still generates, perplexity,
-# tokenize, graph-dump, then every bad input of scripts/bad-inputs.sh.
+# the README main job's greedy story, a q8_0 quantize round trip that still generates, a Q4_K_M mix
+# (type summary in gguf-info and main), quantize vs llama-quantize's files on the shared quant vectors,
+# perplexity, tokenize, graph-dump, then every bad input of scripts/bad-inputs.sh.
 #   bash scripts/smoke-tools.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +31,22 @@ story="Once upon a time, there was a little girl named Lily. She loved to play o
 check "main greedy story (f32)" "$story" "$bin/main" -m "$model" -p "Once upon a time" -n 40 --temp 0 -t 2
 check "quantize to q8_0" "model size:" "$bin/quantize" "$model" "$W/q8.gguf" q8_0 2
 check "main on the q8_0 file" "Once upon a time, there was" "$bin/main" -m "$W/q8.gguf" -p "Once upon a time" -n 16 --temp 0
+check "quantize to Q4_K_M (64-wide rows: fallbacks)" "file type   = Q4_K - Medium" "$bin/quantize" "$model" "$W/q4km.gguf" Q4_K_M 2
+check "gguf-info: per-type counts and BPW" "file size   = 0.28 MiB (7.92 BPW)" "$bin/gguf-info" "$W/q4km.gguf"
+main_summary() { "$bin/main" -m "$W/q4km.gguf" -p "Once upon a time" -n 8 --temp 0 2>&1; }
+check "main on the Q4_K_M file prints its type summary" "- type q5_0:   29 tensors" main_summary
+quant_vectors=$LLM_SHARED/models/quant-vectors
+if [ -f "$quant_vectors/kq-f16.gguf" ]; then
+  same_as_llama_cpp() {
+    for t in Q4_0 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K; do
+      "$bin/quantize" "$quant_vectors/kq-f16.gguf" "$W/kq-$t.gguf" $t 2 > /dev/null 2>&1 &&
+        cmp -s "$W/kq-$t.gguf" "$quant_vectors/kq-$t.gguf" && printf '%s ' $t
+    done
+  }
+  check "quantize equals llama-quantize byte for byte" "Q4_0 Q2_K Q3_K_M Q4_K_M Q5_K_M Q6_K " same_as_llama_cpp
+else
+  echo "skip quantize vs llama-quantize ($quant_vectors missing)"
+fi
 check "main seeded sampling is reproducible" "$("$bin/main" -m "$model" -p "Once" -n 24 --temp 0.8 -s 42 2>/dev/null)" \
   "$bin/main" -m "$model" -p "Once" -n 24 --temp 0.8 -s 42
 printf '%s\n' "$story One day, she saw a big, red ball. She wanted to play with it." > "$W/text.txt"

@@ -7,6 +7,7 @@
 // a time, timed); at depth d the cache is first filled with d tokens (untimed). Each test runs r times after
 // one warm-up; t/s is reported as mean ± stddev over the repetitions.
 #include "llm.h"
+#include "model-info.h"
 
 #include <nlohmann/json.hpp>
 
@@ -240,6 +241,9 @@ int main(int argc, char ** argv) {
         }
         bool gpu = false;
         for (auto & [name, size] : llm_model_buffer_sizes(model)) gpu = gpu || name.rfind("CUDA", 0) == 0;
+        const std::string desc = llm_model_desc_ftype(model);  // "llama 6.7B Q4_K - Medium", as llama-bench
+        fprintf(stderr, "%s: %s\n", path.c_str(), desc.c_str());
+        llm_type_summary_print(stderr, llm_model_type_summary(model), "  ");
         for (int d : bp.depth) {
             std::vector<std::pair<int, int>> tests;
             for (int p : bp.n_prompt) if (p > 0) tests.push_back({p, 0});
@@ -247,7 +251,7 @@ int main(int argc, char ** argv) {
             for (auto [p, n] : tests) {
                 result r;
                 r.model_path = path;
-                r.model_desc = llm_model_desc(model);
+                r.model_desc = desc;
                 r.backend = gpu ? "CUDA" : "CPU";
                 r.size = llm_model_size(model);
                 r.n_params = llm_model_n_params(model);

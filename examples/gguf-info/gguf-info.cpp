@@ -2,9 +2,11 @@
 //
 //   gguf-info model.gguf
 //
-// Arrays are abbreviated to their first few items and a count. On a bad file it prints the
-// loader's one-line error and exits 1.
+// Arrays are abbreviated to their first few items and a count; the tensor table ends with the
+// per-type counts, the file type and the bits per weight, as llama.cpp's loader prints them. On a bad
+// file it prints the loader's one-line error and exits 1.
 #include "gguf.h"
+#include "model-info.h"
 
 #include <cinttypes>
 #include <cstdio>
@@ -153,6 +155,8 @@ int main(int argc, char ** argv) {
                ggml_type_name(gguf_get_tensor_type(g, i)), shape.c_str(), gguf_get_tensor_offset(g, i), size);
     }
     printf("  total tensor bytes: %zu\n", total);
+    printf("\ntypes:\n");
+    llm_type_summary_print(stdout, llm_type_summary_from_gguf(g), "  ");
     gguf_free(g);
     return 0;
 }

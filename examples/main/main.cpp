@@ -5,6 +5,7 @@
 #include "args.h"
 #include "chat.h"
 #include "llm.h"
+#include "model-info.h"
 #include "sampling.h"
 #include "vocab.h"
 
@@ -163,7 +164,9 @@ int main(int argc, char ** argv) {
         return fail(err);
     }
     llm_sampler sampler(params.sampling);  // picks the seed when -s is -1: print the one in use
-    fprintf(stderr, "model: %s, n_ctx %d, seed %u\n", llm_model_desc(model).c_str(), llm_n_ctx(ctx), sampler.seed());
+    fprintf(stderr, "model: %s, n_ctx %d, seed %u\n", llm_model_desc_ftype(model).c_str(), llm_n_ctx(ctx),
+            sampler.seed());
+    llm_type_summary_print(stderr, llm_model_type_summary(model), "  ");  // "- type q4_K: 6 tensors", BPW
     {
         std::string weights;
         for (const auto & [name, bytes] : llm_model_buffer_sizes(model)) {

@@ -8,6 +8,7 @@
 // estimate after every chunk ("[1]12.3456,[2]...") and "Final estimate: PPL = X +/- Y" (llama.cpp's error:
 // ppl * sqrt(var(nll) / (count - 1))).
 #include "llm.h"
+#include "model-info.h"
 
 #include <algorithm>
 #include <cmath>
@@ -135,6 +136,8 @@ int main(int argc, char ** argv) {
         llm_model_free(model);
         return 1;
     }
+    fprintf(stderr, "%s: model %s\n", __func__, llm_model_desc_ftype(model).c_str());
+    llm_type_summary_print(stderr, llm_model_type_summary(model), "  ");
     fprintf(stderr, "%s: %zu tokens, %d chunks of %d, batch %d\n", __func__, tokens.size(), n_chunk, n_ctx,
             cp.n_batch);
 

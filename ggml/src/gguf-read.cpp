@@ -213,23 +213,36 @@ bool read_tensor_info(gguf_reader & r, gguf_tensor_info & ti, size_t alignment) 
         }
     }
 
+    // type errors start with the tensor's name ("tensor 'blk.0.ffn_down.weight': unsupported tensor type 16
+    // (iq2_xxs) (tensor #9, offset 1234)"): which weight is in which type is what the user looks for
+    auto fail_tensor = [&r](size_t off, const std::string & msg) {
+        const std::string * name = r.key;
+        r.key = nullptr;  // the suffix then gives the tensor's number
+        r.fail_at(off, "tensor '%s': %s", name ? printable(*name).c_str() : "?", msg.c_str());
+        r.key = name;
+        return false;
+    };
     const size_t at_type = r.pos;
     int32_t type = 0;
     if (!r.read(type, "tensor type")) {
         return false;
     }
+    char msg[256];
     if (type < 0 || type >= GGML_TYPE_COUNT || !ggml_type_is_valid(type)) {
         const char * tn = gguf_ggml_type_name_any(type);  // ggml's name, also for types not implemented here
         if (tn) {
-            return r.fail_at(at_type, "unsupported tensor type %d (%s)", (int) type, tn);
+            snprintf(msg, sizeof(msg), "unsupported tensor type %d (%s)", (int) type, tn);
+        } else {
+            snprintf(msg, sizeof(msg), "unknown tensor type %d", (int) type);
         }
-        return r.fail_at(at_type, "unknown tensor type %d", (int) type);
+        return fail_tensor(at_type, msg);
     }
     ti.type = (ggml_type) type;
     const int64_t blck = ggml_blck_size(ti.type);
     if (ti.ne[0] % blck != 0) {
-        return r.fail_at(at_dims, "ne[0] = %lld is not a multiple of the block size %lld of %s", (long long) ti.ne[0],
-                         (long long) blck, ggml_type_name(ti.type));
+        snprintf(msg, sizeof(msg), "ne[0] = %lld is not a multiple of the block size %lld of %s", (long long) ti.ne[0],
+                 (long long) blck, ggml_type_name(ti.type));
+        return fail_tensor(at_dims, msg);
     }
     if (!gguf_tensor_nbytes(ti.type, ti.ne, &ti.size)) {
         return r.fail_at(at_dims, "byte size overflows (ne = [%lld, %lld, %lld, %lld], type %s)", (long long) ti.ne[0],

@@ -4,9 +4,12 @@
     r.get("general.architecture")          # -> "llama"
     t = r.tensor("token_embd.weight")      # ReaderTensor; t.data is a numpy view into the mapping
     t.ne                                   # dims innermost first, e.g. [4096, 32000]
-    t.data.shape                           # numpy order, e.g. (32000, 4096) (q8_0: (rows, row_bytes) uint8)
+    t.data.shape                           # numpy order, e.g. (32000, 4096); block types (q4_0 .. q8_K):
+                                           # uint8 (rows..., row_bytes)
+    r.tensor_f32("token_embd.weight")      # any supported type dequantized to float32 (gguf.quants)
 
-Every malformed input raises ValueError("<file>: <what> at offset N").
+Tensor types: those of constants.GGMLQuantizationType (F32, F16, I32, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1,
+Q2_K .. Q8_K); any other type is rejected. Every malformed input raises ValueError("<file>: <what> at offset N").
 """
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""GGUF v3 writer: KVs of every type, tensors f32/f16/q8_0/q8_1/i32, streamed to "<path>.tmp" then renamed.
+"""GGUF v3 writer: KVs of every type, tensors f32/f16/i32 and every block type (q4_0 .. q8_K), streamed to
+"<path>.tmp" then renamed.
 
     w = GGUFWriter("out.gguf")
     w.add_string("general.architecture", "llama")

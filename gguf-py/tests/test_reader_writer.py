@@ -156,7 +156,7 @@ CORRUPT = {
     "bad_alignment": (_header(0, 1) + _s("general.alignment") + struct.pack("<II", 4, 48), "power of two"),
     "alignment_type": (_header(0, 1) + _s("general.alignment") + struct.pack("<Ii", 5, 32), "expected UINT32"),
     "bad_ndims": (_header(1, 0) + _s("t") + struct.pack("<I", 5), "n_dims 5"),
-    "bad_ggml_type": (_header(1, 0) + _tinfo("t", [4], 2, 0), "unsupported ggml type 2"),
+    "bad_ggml_type": (_header(1, 0) + _tinfo("t", [4], 4, 0), "unsupported ggml type 4"),
     "bad_block": (_header(1, 0) + _tinfo("t", [33], 8, 0), "not a multiple of the Q8_0 block size"),
     "misaligned": (_header(1, 0) + _tinfo("t", [4], 0, 4), "not a multiple of the alignment"),
     "overflow_ne": (_header(1, 0) + _tinfo("t", [1 << 40, 1 << 40], 0, 0), "overflows"),
