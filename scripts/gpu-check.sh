@@ -3,6 +3,8 @@
 # measure copy bandwidth, and (STAGE includes bench) benchmark random-weight Llama-2-7B / Llama-3-8B.
 #   bash scripts/gpu-check.sh                 # build + tests + bandwidth
 #   STAGE=bench MODELS="l2-q8_0 l2-f16" bash scripts/gpu-check.sh   # + benchmarks (models made in /tmp)
+#     models: l2-f16 l2-q8_0 l2-q4_0 l2-q4km l3-f16 l3-q8_0 l3-q4km (Llama-2-7B / Llama-3-8B; the quantized
+#     files are made from the f16 one by our quantize tool, all of a run's in parallel); BENCH_ARGS="-fa 1"
 #   MMVQ_VARIANTS="5 2 4 8" ...                 # + bench-mmvq once per GGML_CUDA_MMVQ value
 # Header-only build deps (doctest, nlohmann-json) come from build-deps/*.deb when not installed
 # (made here by scripts/gpu-prepare.sh; pass carry: ["build-deps"] to the device call);
@@ -28,9 +30,9 @@ export LLM_SHARED=${LLM_SHARED:-$ROOT/build-deps}
 t0=$(date +%s)
 cmake -S . -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON "${prefix_args[@]}" \
   > "$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; exit 1; }
-targets=(test_backend_cuda test_llm_gpu bench-bw ${EXTRA_TARGETS:-})
+targets=(test_backend_cuda test_llm_gpu bench-bw quantize ${EXTRA_TARGETS:-})  # test_llm_gpu runs quantize
 [ -n "${MMVQ_VARIANTS:-}" ] && targets+=(bench-mmvq)
-[ "$STAGE" = bench ] && targets+=(bench quantize)
+[ "$STAGE" = bench ] && targets+=(bench)
 cmake --build "$BUILD" -j16 --target "${targets[@]}" > "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -30; tail -20 "$OUT/build.log"; exit 1; }
 log "build: $(( $(date +%s) - t0 )) s"
 
@@ -67,30 +69,46 @@ if [ "$STAGE" = bench ]; then
     return $rc
   }
   gen_f16() { [ -f "$2" ] || timed "generate $1 f16 (--fast)" $PY $gen --preset "$1" --outtype f16 --fast --out "$2"; }
-  quantize_q8_0() { "$BUILD/bin/quantize" "$1" "$2" q8_0 16 > "$OUT/quantize.log" 2>&1; }
-  gen_q8_0() {  # gen_q8_0 <preset> <f16 file> <q8_0 file>: f16 first, then q8_0 via our quantize
-    gen_f16 "$1" "$2"
+  quantize_to() {  # the K-quant mixes take ~10x longer than the rest: all cores for them
+    local nt=$QT; [[ $3 == *_K* ]] && nt=$(nproc)
+    "$BUILD/bin/quantize" "$1" "$2" "$3" "$nt" > "$OUT/quantize-$3.log" 2>&1
+  }
+  gen_quant() {  # gen_quant <preset> <f16 file> <out file> <type>: via our quantize, from the f16 file
     [ -f "$3" ] && return 0
     if [ ! -f "$2" ]; then log "no $2: not quantizing $3"; return 1; fi
-    timed "quantize $1 f16 -> q8_0" quantize_q8_0 "$2" "$3"
+    timed "quantize $1 f16 -> $4" quantize_to "$2" "$3" "$4"
   }
+  # the f16 files first, then every quantization at once (threads split between them)
+  nq=0
   for m in ${MODELS:-l2-q8_0 l2-f16}; do
     case $m in
-      l2-f16)  f=/tmp/llama2-7b-f16.gguf;  gen_f16 llama2-7b $f ;;
-      l2-q8_0) f=/tmp/llama2-7b-q8_0.gguf; gen_q8_0 llama2-7b /tmp/llama2-7b-f16.gguf $f ;;
-      l3-f16)  f=/tmp/llama3-8b-f16.gguf;  gen_f16 llama3-8b $f ;;
-      l3-q8_0) f=/tmp/llama3-8b-q8_0.gguf; gen_q8_0 llama3-8b /tmp/llama3-8b-f16.gguf $f ;;
+      l2-*) gen_f16 llama2-7b /tmp/llama2-7b-f16.gguf ;;
+      l3-*) gen_f16 llama3-8b /tmp/llama3-8b-f16.gguf ;;
+    esac
+    [[ $m == *-f16 ]] || nq=$((nq + 1))
+  done
+  QT=$(( $(nproc) / (nq > 0 ? nq : 1) )); [ "$QT" -lt 1 ] && QT=1
+  for m in ${MODELS:-l2-q8_0 l2-f16}; do
+    case $m in
+      l2-f16)  f=/tmp/llama2-7b-f16.gguf ;;
+      l2-q8_0) f=/tmp/llama2-7b-q8_0.gguf;   gen_quant llama2-7b /tmp/llama2-7b-f16.gguf $f q8_0 & ;;
+      l2-q4_0) f=/tmp/llama2-7b-q4_0.gguf;   gen_quant llama2-7b /tmp/llama2-7b-f16.gguf $f q4_0 & ;;
+      l2-q4km) f=/tmp/llama2-7b-q4_k_m.gguf; gen_quant llama2-7b /tmp/llama2-7b-f16.gguf $f q4_K_M & ;;
+      l3-f16)  f=/tmp/llama3-8b-f16.gguf ;;
+      l3-q8_0) f=/tmp/llama3-8b-q8_0.gguf;   gen_quant llama3-8b /tmp/llama3-8b-f16.gguf $f q8_0 & ;;
+      l3-q4km) f=/tmp/llama3-8b-q4_k_m.gguf; gen_quant llama3-8b /tmp/llama3-8b-f16.gguf $f q4_K_M & ;;
     esac
     files[$m]=$f
   done
+  wait
   log "models ready: $(( $(date +%s) - t0 )) s"
   echo "| model | size GB | test | t/s | roofline t/s (size / bw) | % of roofline |" > "$OUT/bench.md"
   echo "| --- | --- | --- | --- | --- | --- |" >> "$OUT/bench.md"
-  if [ -n "${PROFILE_MODEL:-}" ]; then  # per-op GPU times (eager, one sync per graph)
-    GGML_CUDA_PROFILE=1 "$BUILD/bin/bench" -m "${files[$PROFILE_MODEL]}" -p ${PP:-512} -n ${TG:-128} -ngl 99 -r 1 -o md \
-      > "$OUT/profile.md" 2> "$OUT/profile.err"
-    grep -E "profile|ms/graph" "$OUT/profile.err" | head -40
-  fi
+  for pm in ${PROFILE_MODEL:-}; do  # per-op GPU times (eager, one sync per graph); a list of models
+    GGML_CUDA_PROFILE=1 "$BUILD/bin/bench" -m "${files[$pm]}" -p ${PROFILE_PP:-${PP:-512}} -n ${TG:-128} -ngl 99 -r 1 \
+      -o md ${BENCH_ARGS:-} > "$OUT/profile-$pm.md" 2> "$OUT/profile-$pm.err"
+    echo "profile $pm:"; grep -E "profile|ms/graph" "$OUT/profile-$pm.err" | head -${PROFILE_LINES:-40}
+  done
   for m in ${MODELS:-l2-q8_0 l2-f16}; do
     f=${files[$m]}
     "$BUILD/bin/bench" -m "$f" -p ${PP:-512} -n ${TG:-128} -ngl 99 -r ${REPS:-3} -o md ${BENCH_ARGS:-} > "$OUT/bench-$m.md" 2> "$OUT/bench-$m.err"

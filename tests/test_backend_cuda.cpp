@@ -1,7 +1,9 @@
 // CUDA backend vs the CPU backend: every case of the shared table (backend_cases.h) plus CUDA-only
-// paths: q8_0 mat-vec (mmvq) with odd row counts, cuBLAS prefill (N = 512), attention through
-// mul_mat on permuted f16 KV-cache views with GQA, fused RMS_NORM+MUL, flash-decoding splits,
-// copies among f32/f16/q8_0, CUDA-graph replay after data and pointer changes, buffer errors.
+// paths: q8_0 mat-vec (mmvq) with odd row counts, cuBLAS prefill (N = 512), every other quant type
+// (q4_0 ... q6_K: mat-vec N 1..8, prompt GEMM N 9..17 and 511..513, against the CPU and float64; get_rows;
+// repacked set/get; the fused groups), attention through mul_mat on permuted f16 KV-cache views with GQA,
+// fused RMS_NORM+MUL, flash-decoding splits, copies among f32/f16/q8_0, CUDA-graph replay after data and
+// pointer changes, buffer errors.
 // Without a GPU (or a build without CUDA) it prints SKIPPED and exits 77 (CTest SKIP_RETURN_CODE).
 #include "cuda_test_util.h"  // first: exits 77 (skip) without a GPU
 #include "backend_cases.h"
@@ -20,9 +22,10 @@ namespace {
 
 using build_fn = std::function<ggml_tensor *(ggml_context *)>;
 
-// Leaf bytes: the table's fill for f32/f16/i32; q8_0 leaves get random f32 quantized by the reference.
+// Leaf bytes: the table's fill for f32/f16/i32; quantized leaves (q8_0, q4_0 ... q6_K) get random f32 in
+// [-1, 1] quantized by the type's reference quantizer (traits from_float_ref).
 std::vector<uint8_t> leaf_bytes(const ggml_tensor * t, uint64_t seed) {
-    if (t->type != GGML_TYPE_Q8_0) return backend_case_leaf_data(t, seed);
+    if (!ggml_is_quantized(t->type)) return backend_case_leaf_data(t, seed);
     const int64_t n = ggml_nelements(t);
     std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
@@ -30,20 +33,20 @@ std::vector<uint8_t> leaf_bytes(const ggml_tensor * t, uint64_t seed) {
     for (auto & x : f)
         x = u(rng);
     std::vector<uint8_t> out(ggml_nbytes(t));
-    quantize_row_q8_0_ref(f.data(), (block_q8_0 *)out.data(), n);
+    ggml_get_type_traits(t->type)->from_float_ref(f.data(), out.data(), n);
     return out;
 }
 
-// Values of t (in ne order) from its bytes; q8_0 rows are dequantized with the reference code.
+// Values of t (in ne order) from its bytes; quantized rows are dequantized with the reference code.
 std::vector<double> values_of(const ggml_tensor * t, const std::vector<uint8_t> & bytes) {
-    if (t->type != GGML_TYPE_Q8_0) return backend_case_values(t, bytes.data());
+    if (!ggml_is_quantized(t->type)) return backend_case_values(t, bytes.data());
     std::vector<double> v;
     std::vector<float> row(t->ne[0]);
+    const ggml_to_float_t to_float = ggml_get_type_traits(t->type)->to_float;
     for (int64_t i3 = 0; i3 < t->ne[3]; ++i3)
         for (int64_t i2 = 0; i2 < t->ne[2]; ++i2)
             for (int64_t i1 = 0; i1 < t->ne[1]; ++i1) {
-                dequantize_row_q8_0((const block_q8_0 *)(bytes.data() + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3]),
-                                    row.data(), t->ne[0]);
+                to_float(bytes.data() + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3], row.data(), t->ne[0]);
                 v.insert(v.end(), row.begin(), row.end());
             }
     return v;
@@ -561,6 +564,165 @@ TEST_CASE("repacked q8_0 weights: mat-vec (odd rows, 1..8 columns, batches), pre
         2e-4);
 }
 
+namespace {
+const ggml_type k_qtypes[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q2_K,
+                              GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
+
+// NMSE bound of a quantized-weight mat-mul on CUDA against the CPU backend. Both sides read the same weight
+// bytes and round the activation (decode: q8 blocks of 32 on the GPU, the CPU's q8_0/q8_1/q8_K; prompts: f16 on
+// the GPU), so the error is the activation rounding (~3e-5 for uniform data) whatever the weight type; per type
+// for the record, and against a float64 reference (GPU rounding only) half of it.
+double qtol(ggml_type t) {
+    switch (t) {
+        case GGML_TYPE_Q2_K:
+        case GGML_TYPE_Q3_K:
+            return 3e-4; // the largest weight errors: outputs closer to 0 relative to noise
+        default:
+            return 2e-4;
+    }
+}
+
+// w [K, M] of `type` (in a weights buffer: stored repacked where the type has a repacked layout) times x [K, N]
+// on CUDA, against float64 from the dequantized bytes (the reference to_float) and the f32 activations
+double mm_vs_f64(backends & be, ggml_type type, int64_t K, int64_t M, int64_t N, uint64_t seed) {
+    ggml_init_params ip = {1u << 20, nullptr, true};
+    ggml_context * cw = ggml_init(ip);
+    ggml_context * cg = ggml_init(ip);
+    ggml_tensor * w = leaf(cw, type, K, M, 1, "w");
+    ggml_tensor * x = leaf(cg, GGML_TYPE_F32, K, N, 1, "x");
+    ggml_tensor * y = ggml_mul_mat(cg, w, x);
+    ggml_cgraph * gf = ggml_new_graph(cg);
+    ggml_build_forward_expand(gf, y);
+    ggml_backend_buffer_t bw = ggml_backend_alloc_ctx_tensors(cw, be.cuda);
+    ggml_backend_buffer_t bg = ggml_backend_alloc_ctx_tensors(cg, be.cuda);
+    REQUIRE(bw);
+    REQUIRE(bg);
+    ggml_backend_buffer_set_usage(bw, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+    const std::vector<uint8_t> wb = leaf_bytes(w, seed), xb = leaf_bytes(x, seed + 1);
+    ggml_backend_tensor_set(w, wb.data(), 0, wb.size());
+    ggml_backend_tensor_set(x, xb.data(), 0, xb.size());
+    const std::vector<uint8_t> poison(ggml_nbytes(y), 0xFF);
+    ggml_backend_tensor_set(y, poison.data(), 0, poison.size());
+    REQUIRE(ggml_backend_graph_compute(be.cuda, gf) == GGML_STATUS_SUCCESS);
+    std::vector<uint8_t> yb(ggml_nbytes(y));
+    ggml_backend_tensor_get(y, yb.data(), 0, yb.size());
+    const std::vector<double> got = values_of(y, yb), wv = values_of(w, wb), xv = values_of(x, xb);
+    std::vector<double> want(M * N);
+    for (int64_t n = 0; n < N; ++n)
+        for (int64_t m = 0; m < M; ++m) {
+            double acc = 0;
+            for (int64_t k = 0; k < K; ++k)
+                acc += wv[m * K + k] * xv[n * K + k];
+            want[n * M + m] = acc;
+        }
+    ggml_backend_buffer_free(bg);
+    ggml_backend_buffer_free(bw);
+    ggml_free(cg);
+    ggml_free(cw);
+    return backend_case_nmse(got, want);
+}
+} // namespace
+
+TEST_CASE("quantized types: mat-vec (N 1..8) and prompt GEMM (N 9..17, 511..513) against the CPU, odd shapes") {
+    backends be;
+    for (ggml_type t : k_qtypes) {
+        const int64_t qk = ggml_blck_size(t);
+        const std::string tn = ggml_type_name(t);
+        // 3 blocks per row, 37 rows (not a multiple of the 4-row tile): every column count
+        std::vector<int64_t> ns;
+        for (int64_t n = 1; n <= 17; ++n)
+            ns.push_back(n);
+        for (int64_t n : {511, 512, 513})
+            ns.push_back(n);
+        for (int64_t N : ns) {
+            const int64_t K = 3 * qk;
+            compare_w(
+                be, tn + " K" + std::to_string(K) + " M37 N" + std::to_string(N),
+                [=](ggml_context * cw, ggml_context * cg) {
+                    return ggml_mul_mat(cg, leaf(cw, t, K, 37, 1, "w"), leaf(cg, GGML_TYPE_F32, K, N, 1, "x"));
+                },
+                qtol(t));
+        }
+        // a Llama FFN row length (11008 = 43 super-blocks: the lanes' chunk loop runs several ragged rounds)
+        for (int64_t N : {1, 3, 8, 9, 512}) {
+            compare_w(
+                be, tn + " K11008 M333 N" + std::to_string(N),
+                [=](ggml_context * cw, ggml_context * cg) {
+                    return ggml_mul_mat(cg, leaf(cw, t, 11008, 333, 1, "w"), leaf(cg, GGML_TYPE_F32, 11008, N, 1, "x"));
+                },
+                qtol(t));
+        }
+        // batches with broadcast over the weight's dims 2/3
+        compare_w(
+            be, tn + " batched (broadcast over 2 x 2)",
+            [=](ggml_context * cw, ggml_context * cg) {
+                return ggml_mul_mat(cg, leaf(cw, t, 2 * qk, 19, 2, "w", 1), leaf(cg, GGML_TYPE_F32, 2 * qk, 3, 4, "x"));
+            },
+            qtol(t));
+        // weights in ggml's layout (not a weights buffer: a repacked copy in scratch for the mat-vec; the
+        // prompt path dequantizes ggml's layout directly)
+        for (int64_t N : {1, 4, 9, 64}) {
+            compare(
+                be, tn + " ggml layout K" + std::to_string(5 * qk) + " M45 N" + std::to_string(N),
+                [=](ggml_context * ctx) {
+                    return ggml_mul_mat(ctx, leaf(ctx, t, 5 * qk, 45, 1, "w"),
+                                        leaf(ctx, GGML_TYPE_F32, 5 * qk, N, 1, "x"));
+                },
+                qtol(t));
+        }
+        // against float64 (independent of the CPU backend): decode and prompt
+        for (int64_t N : {1, 2, 77}) {
+            const double e = mm_vs_f64(be, t, 4 * qk, 67, N, 41 + N);
+            INFO(tn, " vs f64 K", 4 * qk, " M67 N", N, ": nmse ", e);
+            CHECK(e <= qtol(t) / 2);
+        }
+    }
+}
+
+TEST_CASE("quantized types: get_rows, set/get of repacked weights (ggml's bytes back), partial sets merge") {
+    backends be;
+    for (ggml_type t : k_qtypes) {
+        const int64_t qk = ggml_blck_size(t);
+        const std::string tn = ggml_type_name(t);
+        compare_w(
+            be, tn + " get_rows (weights buffer)",
+            [=](ggml_context * cw, ggml_context * cg) {
+                return ggml_get_rows(cg, leaf(cw, t, 2 * qk, 101, 1, "w"), leaf(cg, GGML_TYPE_I32, 7, 1, 1, "i"));
+            },
+            1e-12);
+        compare(
+            be, tn + " get_rows (ggml layout, batched ids)",
+            [=](ggml_context * ctx) {
+                return ggml_get_rows(ctx, leaf(ctx, t, 3 * qk, 100, 2, "tok_embd"),
+                                     leaf(ctx, GGML_TYPE_I32, 5, 2, 1, "ids"));
+            },
+            1e-12);
+
+        ggml_init_params ip = {1u << 20, nullptr, true};
+        ggml_context * ctx = ggml_init(ip);
+        ggml_tensor * w = ggml_new_tensor_3d(ctx, t, 2 * qk, 37, 2);
+        ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, be.cuda);
+        REQUIRE(buf);
+        ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        std::vector<uint8_t> a = leaf_bytes(w, 11), b(a.size(), 0);
+        ggml_backend_tensor_set(w, a.data(), 0, a.size());
+        ggml_backend_tensor_get(w, b.data(), 0, b.size());
+        INFO(tn);
+        CHECK(a == b);
+        const size_t bs = ggml_type_size(t);
+        std::vector<uint8_t> part(3 * bs + 7);
+        ggml_backend_tensor_get(w, part.data(), bs * 5 + 3, part.size());
+        CHECK(std::equal(part.begin(), part.end(), a.begin() + bs * 5 + 3));
+        const std::vector<uint8_t> c = leaf_bytes(w, 12);
+        ggml_backend_tensor_set(w, c.data() + 10 * bs, 10 * bs, 7 * bs + 5);
+        std::copy(c.begin() + 10 * bs, c.begin() + 17 * bs + 5, a.begin() + 10 * bs);
+        ggml_backend_tensor_get(w, b.data(), 0, b.size());
+        CHECK(a == b);
+        ggml_backend_buffer_free(buf);
+        ggml_free(ctx);
+    }
+}
+
 TEST_CASE("fused residual add + rms_norm + mul (the add has another user)") {
     backends be;
     for (int64_t n : {64, 70, 4096, 5120, 4098}) {
@@ -711,7 +873,12 @@ ggml_tensor * normed_input(ggml_context * cw, ggml_context * cg, int64_t K, int6
     return ggml_mul(cg, ggml_rms_norm(cg, x, 1e-5f), leaf(cw, GGML_TYPE_F32, K, 1, 1, "norm_w"));
 }
 
-double wtol(ggml_type wt) { return wt == GGML_TYPE_Q8_0 ? 2e-4 : 1e-6; } // as the q8r / f16 mat-vec cases
+// as the q8r / f16 mat-vec cases; the CPU rounds the activation of a K-quant dot to q8_K (one scale per 256
+// values), so those compare a little less closely (a gate/up+swiglu doubles the error of one mat-vec)
+double wtol(ggml_type wt) {
+    if (!ggml_is_quantized(wt)) return 1e-6;
+    return ggml_blck_size(wt) == 256 ? 5e-4 : 2e-4;
+}
 } // namespace
 
 TEST_CASE("f16 prompt GEMMs share one f16 copy of their activation; memory reused by the allocator is converted anew") {
@@ -737,7 +904,7 @@ TEST_CASE("f16 prompt GEMMs share one f16 copy of their activation; memory reuse
     }
 }
 
-TEST_CASE("fused mat-vec group: q/k/v of one normed activation in one launch (repacked q8_0, f16)") {
+TEST_CASE("fused mat-vec group: q/k/v of one normed activation in one launch (q8_0, q4_0, q4_K, q6_K, f16)") {
     backends be;
     struct shape {
         int64_t K;
@@ -746,7 +913,7 @@ TEST_CASE("fused mat-vec group: q/k/v of one normed activation in one launch (re
     };
     const shape shapes[] = {{4096, {4096, 1024, 1024}, true}, {4096, {37, 333, 1024}, false}, {4096, {4096, 37}, true},
                             {256, {333, 37, 37}, true},       {256, {37, 333}, false},        {1024, {1, 4, 5}, false}};
-    for (ggml_type wt : {GGML_TYPE_Q8_0, GGML_TYPE_F16}) {
+    for (ggml_type wt : {GGML_TYPE_Q8_0, GGML_TYPE_F16, GGML_TYPE_Q4_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K}) {
         for (const shape & s : shapes) {
             for (bool galloc : {false, true}) {
                 if (galloc && s.K != 4096) continue;
@@ -763,14 +930,28 @@ TEST_CASE("fused mat-vec group: q/k/v of one normed activation in one launch (re
                 const fusion_counts c = compare_layer(be, name, build, wtol(wt), galloc);
                 INFO(name);
                 // fused where the separate launches use the kernel whose row loop the group shares:
-                // q8_0 v6 (K <= 4096), f16 v2 (K >= 1024)
-                const bool fuses = wt == GGML_TYPE_Q8_0 || s.K >= 1024;
+                // q8_0 v6 (K <= 4096), the other quantized types always, f16 v2 (K >= 1024)
+                const bool fuses = wt != GGML_TYPE_F16 || s.K >= 1024;
                 CHECK((c.mmv > 0) == fuses);
                 CHECK(c.glu == 0);
-                CHECK((c.nq8 > 0) == (wt == GGML_TYPE_Q8_0)); // the norm output's readers are all q8_0 mat-vecs
+                // the norm output's readers are all quantized-weight mat-vecs (q8s readers)
+                CHECK((c.nq8 > 0) == (wt != GGML_TYPE_F16));
             }
         }
     }
+    // Q4_K_M-style q/k/v: q and k q4_K, v q6_K. One kernel serves one type: q and k fuse as a pair, v runs alone
+    // (it still reads the activation the norm quantized)
+    const fusion_counts c = compare_layer(
+        be, "q4_K q, k + q6_K v",
+        [](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
+            ggml_tensor * cur = normed_input(cw, cg, 4096, 1, true);
+            return std::vector<ggml_tensor *>{ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q4_K, 4096, 4096, 1, "wq"), cur),
+                                              ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q4_K, 4096, 1024, 1, "wk"), cur),
+                                              ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q6_K, 4096, 1024, 1, "wv"), cur)};
+        },
+        2e-4);
+    CHECK(c.mmv > 0);
+    CHECK(c.nq8 > 0);
 }
 
 TEST_CASE("fused mat-vec group and gate/up+swiglu equal the separate kernels bit for bit") {
@@ -778,7 +959,8 @@ TEST_CASE("fused mat-vec group and gate/up+swiglu equal the separate kernels bit
     // per-row arithmetic on the same quantized activation
     backends be;
     ggml_backend_t plain = cuda_init_no_fusion();
-    for (ggml_type wt : {GGML_TYPE_Q8_0, GGML_TYPE_F16}) {
+    for (ggml_type wt : {GGML_TYPE_Q8_0, GGML_TYPE_F16, GGML_TYPE_Q4_0, GGML_TYPE_Q5_1, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K,
+                         GGML_TYPE_Q6_K}) {
         for (bool glu : {false, true}) {
             const int64_t K = 4096;
             const layer_fn build = [=](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
@@ -807,7 +989,7 @@ TEST_CASE("fused mat-vec group and gate/up+swiglu equal the separate kernels bit
     ggml_backend_free(plain);
 }
 
-TEST_CASE("fused gate/up mat-vecs + swiglu in one launch (repacked q8_0, f16)") {
+TEST_CASE("fused gate/up mat-vecs + swiglu in one launch (q8_0, q4_0, q4_K, q5_K, f16)") {
     backends be;
     struct shape {
         int64_t K, M;
@@ -816,7 +998,7 @@ TEST_CASE("fused gate/up mat-vecs + swiglu in one launch (repacked q8_0, f16)") 
     const shape shapes[] = {{4096, 11008, false, false}, {4096, 11008, true, false}, {4096, 333, false, false},
                             {4096, 37, true, true},      {256, 37, false, false},    {256, 2115, true, false},
                             {1024, 3, false, true}};
-    for (ggml_type wt : {GGML_TYPE_Q8_0, GGML_TYPE_F16}) {
+    for (ggml_type wt : {GGML_TYPE_Q8_0, GGML_TYPE_F16, GGML_TYPE_Q4_0, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K}) {
         for (const shape & s : shapes) {
             const layer_fn build = [=](ggml_context * cw, ggml_context * cg, ggml_cgraph * gf) {
                 ggml_tensor * cur = normed_input(cw, cg, s.K, 1, true);
@@ -831,7 +1013,7 @@ TEST_CASE("fused gate/up mat-vecs + swiglu in one launch (repacked q8_0, f16)") 
                 shape_name(wt, s.K, {s.M}) + (s.galloc ? " galloc" : "") + (s.swapped ? " swapped" : "");
             const fusion_counts c = compare_layer(be, name, build, wtol(wt), s.galloc);
             INFO(name);
-            const bool fuses = wt == GGML_TYPE_Q8_0 || s.K >= 1024;
+            const bool fuses = wt != GGML_TYPE_F16 || s.K >= 1024;
             CHECK((c.glu > 0) == fuses);
             CHECK(c.mmv == 0);
         }
@@ -841,7 +1023,7 @@ TEST_CASE("fused gate/up mat-vecs + swiglu in one launch (repacked q8_0, f16)") 
 TEST_CASE("fused mat-vecs: not fused when gate/up has another reader or is an output, N = 2, or not adjacent") {
     backends be;
     const int64_t K = 4096, M = 333;
-    for (ggml_type wt : {GGML_TYPE_Q8_0, GGML_TYPE_F16}) {
+    for (ggml_type wt : {GGML_TYPE_Q8_0, GGML_TYPE_F16, GGML_TYPE_Q4_K}) {
         const std::string tn = ggml_type_name(wt);
         // gate also read by an ADD: gate/up still one launch (pair), SWIGLU separate
         fusion_counts c = compare_layer(
@@ -896,40 +1078,44 @@ TEST_CASE("fused mat-vecs: not fused when gate/up has another reader or is an ou
             },
             wtol(wt));
         CHECK(c.mmv == 0);
-        CHECK((c.nq8 > 0) == (wt == GGML_TYPE_Q8_0)); // two q8_0 readers, one quantization
+        CHECK((c.nq8 > 0) == (wt != GGML_TYPE_F16)); // two quantized-weight readers, one quantization
     }
 }
 
-TEST_CASE("fused norm + q8s quantization: bit-identical to quantize_q8s, only for q8_0 mat-vec readers") {
+TEST_CASE("fused norm + q8s quantization: bit-identical to quantize_q8s, only for quantized-weight mat-vec readers") {
+    // the q4_0 / q4_K readers also use the block sums of the q8s layout: those must match bit for bit too
     backends be;
-    for (bool add : {false, true}) {
-        for (int64_t K : {256, 4096, 4128}) {
-            const std::string name = std::string(add ? "add+" : "") + "rms_norm*w+q8s K" + std::to_string(K);
-            // the norm result (an output too) and one q8_0 mat-vec reading it through the fused quantization
-            const layer_fn build = [=](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
-                ggml_tensor * cur = normed_input(cw, cg, K, 1, add);
-                return std::vector<ggml_tensor *>{cur,
-                                                  ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, K, 333, 1, "wq"), cur)};
-            };
-            const fusion_counts c = compare_layer(be, name, build, 2e-4);
-            INFO(name);
-            CHECK(c.nq8 > 0);
-            // the same mat-vec on the norm's f32 result as a leaf (quantize_q8s): the same bits
-            const layer_result r1 = run_layer(be.cuda, build, 5);
-            REQUIRE(r1.ok);
-            REQUIRE(r1.outs.size() == 2);
-            std::vector<float> xf(r1.outs[0].begin(), r1.outs[0].end());
-            std::vector<uint8_t> xb(xf.size() * 4);
-            memcpy(xb.data(), xf.data(), xb.size());
-            const layer_result r2 = run_layer(
-                be.cuda,
-                [=](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
-                    return std::vector<ggml_tensor *>{ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, K, 333, 1, "wq"),
-                                                                   leaf(cg, GGML_TYPE_F32, K, 1, 1, "xn"))};
-                },
-                5, false, fill_map{{"xn", xb}});
-            REQUIRE(r2.ok);
-            CHECK(r2.values == r1.outs[1]);
+    for (ggml_type wt : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q4_K}) {
+        for (bool add : {false, true}) {
+            for (int64_t K : {256, 4096, 4128}) {
+                if (K % ggml_blck_size(wt) != 0) continue;
+                const std::string name = std::string(ggml_type_name(wt)) + " " + (add ? "add+" : "") +
+                                         "rms_norm*w+q8s K" + std::to_string(K);
+                // the norm result (an output too) and one mat-vec reading it through the fused quantization
+                const layer_fn build = [=](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
+                    ggml_tensor * cur = normed_input(cw, cg, K, 1, add);
+                    return std::vector<ggml_tensor *>{cur, ggml_mul_mat(cg, leaf(cw, wt, K, 333, 1, "wq"), cur)};
+                };
+                const fusion_counts c = compare_layer(be, name, build, 2e-4);
+                INFO(name);
+                CHECK(c.nq8 > 0);
+                // the same mat-vec on the norm's f32 result as a leaf (quantize_q8s): the same bits
+                const layer_result r1 = run_layer(be.cuda, build, 5);
+                REQUIRE(r1.ok);
+                REQUIRE(r1.outs.size() == 2);
+                std::vector<float> xf(r1.outs[0].begin(), r1.outs[0].end());
+                std::vector<uint8_t> xb(xf.size() * 4);
+                memcpy(xb.data(), xf.data(), xb.size());
+                const layer_result r2 = run_layer(
+                    be.cuda,
+                    [=](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
+                        return std::vector<ggml_tensor *>{
+                            ggml_mul_mat(cg, leaf(cw, wt, K, 333, 1, "wq"), leaf(cg, GGML_TYPE_F32, K, 1, 1, "xn"))};
+                    },
+                    5, false, fill_map{{"xn", xb}});
+                REQUIRE(r2.ok);
+                CHECK(r2.values == r1.outs[1]);
+            }
         }
     }
     // a reader that is not a q8_0 mat-vec (f16 weights): no fused quantization, still correct
@@ -943,6 +1129,7 @@ TEST_CASE("fused norm + q8s quantization: bit-identical to quantize_q8s, only fo
         2e-4);
     CHECK(c.nq8 == 0);
 }
+
 TEST_CASE("rope fused with the KV-cache SET_ROWS (the rotated rows land in their cells, the rest untouched)") {
     backends be;
     auto rope_stores = [&] {
@@ -1024,7 +1211,7 @@ TEST_CASE("q rope, k rope into the K cache and v into the V cache in one launch 
         }
     }
 }
-TEST_CASE("decode attention: splits merged by the last block; output quantized for the q8_0 wo mat-vec") {
+TEST_CASE("decode attention: splits merged by the last block; output quantized for the q8_0 / q4_K wo mat-vec") {
     // FLASH_ATTN_EXT -> reshape to [D * n_head, T] -> q8_0 mat-vec (the wo projection of a decode step). The
     // attention kernel writes the q8s activation itself: bit-identical to quantizing its f32 output, and each
     // case runs with fresh data on the same backend (a split counter left non-zero would skip the next merge).
@@ -1041,35 +1228,37 @@ TEST_CASE("decode attention: splits merged by the last block; output quantized f
     };
     for (fc c : {fc{128, 32, 32, 256, 1, false}, fc{128, 32, 8, 1000, 1, false}, fc{64, 8, 2, 37, 1, false},
                  fc{256, 4, 1, 300, 2, false}, fc{128, 8, 8, 4096, 1, false}, fc{128, 32, 32, 256, 1, true}}) {
-        for (uint64_t seed : {1, 2}) {
-            const std::string name = "fattn+wo D" + std::to_string(c.D) + " H" + std::to_string(c.n_head) + "/" +
-                                     std::to_string(c.n_head_kv) + " kv" + std::to_string(c.n_kv) + " T" +
-                                     std::to_string(c.T) + (c.out_too ? " fattn also output" : "") + " seed " +
-                                     std::to_string(seed);
-            const layer_fn build = [=](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
-                ggml_tensor * q = ggml_permute(cg, leaf(cg, GGML_TYPE_F32, c.D, c.n_head, c.T, "q"), 0, 2, 1, 3);
-                ggml_tensor * kc = leaf(cg, GGML_TYPE_F16, c.D * c.n_head_kv, c.n_kv + 5, 1, "kc");
-                ggml_tensor * vc = leaf(cg, GGML_TYPE_F16, c.D * c.n_head_kv, c.n_kv + 5, 1, "vc");
-                ggml_tensor * k = ggml_view_3d(cg, kc, c.D, c.n_kv, c.n_head_kv, kc->nb[1], c.D * 2, 0);
-                ggml_tensor * v = ggml_view_3d(cg, vc, c.D, c.n_kv, c.n_head_kv, vc->nb[1], c.D * 2, 0);
-                ggml_tensor * m = leaf(cg, GGML_TYPE_F32, c.n_kv, c.T, 1, "maskx");
-                ggml_tensor * fa = ggml_flash_attn_ext(cg, q, k, v, m, 1.0f / std::sqrt((float)c.D), -1);
-                ggml_tensor * x = ggml_reshape_2d(cg, fa, c.D * c.n_head, c.T); // [D * n_head, T]
-                ggml_tensor * o = ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, c.D * c.n_head, 333, 1, "wo"), x);
-                if (c.out_too) return std::vector<ggml_tensor *>{o, fa};
-                return std::vector<ggml_tensor *>{o};
-            };
-            const int before = fattn_q8(be.cuda);
-            compare_layer(be, name, build, 2e-4, false, seed);
-            INFO(name);
-            // counted when run eagerly or captured: the second seed may replay the first one's CUDA graph
-            if (seed == 1) CHECK((fattn_q8(be.cuda) > before) == !c.out_too);
-            const layer_result fused = run_layer(be.cuda, build, seed + 10);
-            const layer_result sep = run_layer(plain, build, seed + 10);
-            REQUIRE(fused.ok);
-            REQUIRE(sep.ok);
-            CHECK(fattn_q8(plain) == 0);
-            CHECK(fused.values == sep.values);
+        for (ggml_type wt : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_K}) {
+            for (uint64_t seed : {1, 2}) {
+                const std::string name = std::string(ggml_type_name(wt)) + " fattn+wo D" + std::to_string(c.D) + " H" +
+                                         std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " kv" +
+                                         std::to_string(c.n_kv) + " T" + std::to_string(c.T) +
+                                         (c.out_too ? " fattn also output" : "") + " seed " + std::to_string(seed);
+                const layer_fn build = [=](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
+                    ggml_tensor * q = ggml_permute(cg, leaf(cg, GGML_TYPE_F32, c.D, c.n_head, c.T, "q"), 0, 2, 1, 3);
+                    ggml_tensor * kc = leaf(cg, GGML_TYPE_F16, c.D * c.n_head_kv, c.n_kv + 5, 1, "kc");
+                    ggml_tensor * vc = leaf(cg, GGML_TYPE_F16, c.D * c.n_head_kv, c.n_kv + 5, 1, "vc");
+                    ggml_tensor * k = ggml_view_3d(cg, kc, c.D, c.n_kv, c.n_head_kv, kc->nb[1], c.D * 2, 0);
+                    ggml_tensor * v = ggml_view_3d(cg, vc, c.D, c.n_kv, c.n_head_kv, vc->nb[1], c.D * 2, 0);
+                    ggml_tensor * m = leaf(cg, GGML_TYPE_F32, c.n_kv, c.T, 1, "maskx");
+                    ggml_tensor * fa = ggml_flash_attn_ext(cg, q, k, v, m, 1.0f / std::sqrt((float)c.D), -1);
+                    ggml_tensor * x = ggml_reshape_2d(cg, fa, c.D * c.n_head, c.T); // [D * n_head, T]
+                    ggml_tensor * o = ggml_mul_mat(cg, leaf(cw, wt, c.D * c.n_head, 333, 1, "wo"), x);
+                    if (c.out_too) return std::vector<ggml_tensor *>{o, fa};
+                    return std::vector<ggml_tensor *>{o};
+                };
+                const int before = fattn_q8(be.cuda);
+                compare_layer(be, name, build, 2e-4, false, seed);
+                INFO(name);
+                // counted when run eagerly or captured: the second seed may replay the first one's CUDA graph
+                if (seed == 1) CHECK((fattn_q8(be.cuda) > before) == !c.out_too);
+                const layer_result fused = run_layer(be.cuda, build, seed + 10);
+                const layer_result sep = run_layer(plain, build, seed + 10);
+                REQUIRE(fused.ok);
+                REQUIRE(sep.ok);
+                CHECK(fattn_q8(plain) == 0);
+                CHECK(fused.values == sep.values);
+            }
         }
     }
     ggml_backend_free(plain);

@@ -1,7 +1,8 @@
 // test_llm_gpu.cpp - whole-model logits with layers offloaded to the GPU (-ngl 0 .. n_layer + 1)
 // against the pure CPU path, for Llama 2 (MHA) and Llama 3 (GQA, theta 500000, rope_freqs) shapes in
-// f32 and q8_0, at prompt and at decode positions. The scheduler splits the graph between the
-// backends and copies activations across; every split point is exercised.
+// f32, q8_0, Q4_0 and Q4_K_M (the last two made by the quantize tool: llama.cpp's per-tensor mix, so q4_K with
+// q6_K attn_v / ffn_down / output), at prompt and at decode positions. The scheduler splits the graph between
+// the backends and copies activations across; every split point is exercised.
 // Without a GPU (or a build without CUDA) it prints SKIPPED and exits 77 (CTest SKIP_RETURN_CODE).
 #include "cuda_test_util.h"  // first: exits 77 (skip) without a GPU
 #include "gguf.h"
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <doctest/doctest.h>
+#include <sys/wait.h>
 
 #ifdef GGML_USE_CUDA
 
@@ -62,9 +64,31 @@ void check_all_ngl(const std::string & path, int n_layer, double tol) {
     }
 }
 
+// a random f32 model quantized to `type` by the quantize tool ("" when the tool is not built: the case SKIPs)
+std::string gen_quantized(const std::string & name, const std::string & args, const std::string & type) {
+    const std::string tool = std::string(LLM_BINARY_DIR) + "/bin/quantize";
+    if (access(tool.c_str(), X_OK) != 0) {
+        MESSAGE("SKIP: " << tool << " not built (cmake --build <build dir> --target quantize)");
+        return "";
+    }
+    const std::string f32 = gen_model(name + "_f32", args + " --outtype f32");
+    const std::string out = tmp().path + "/" + name + ".gguf";
+    if (access(out.c_str(), R_OK) == 0) return out;
+    int status = 0;
+    const std::string log = run_cmd("'" + tool + "' '" + f32 + "' '" + out + "' " + type + " 2", &status);
+    REQUIRE_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 0), "quantize " << type << " failed:\n" << log);
+    return out;
+}
+
 const char * k_l2 = "--n-embd 128 --n-ff 344 --n-layer 3 --n-head 4 --n-vocab 300 --vocab none --ctx 512";
 const char * k_l3 =
     "--n-embd 128 --n-ff 320 --n-layer 3 --n-head 8 --n-head-kv 2 --n-vocab 300 --vocab none --theta 500000 "
+    "--rope-freqs --ctx 512";
+
+// K-quants need rows of 256: wider shapes for the 4-bit models
+const char * k_l2_256 = "--n-embd 256 --n-ff 768 --n-layer 3 --n-head 4 --n-vocab 300 --vocab none --ctx 512";
+const char * k_l3_256 =
+    "--n-embd 256 --n-ff 512 --n-layer 3 --n-head 8 --n-head-kv 2 --n-vocab 300 --vocab none --theta 500000 "
     "--rope-freqs --ctx 512";
 
 }  // namespace
@@ -82,5 +106,20 @@ TEST_CASE("llama3 shape f32 (GQA, rope_freqs): every -ngl matches the CPU within
 TEST_CASE("llama2 and llama3 shapes q8_0: every -ngl matches the CPU within 2e-2") {
     check_all_ngl(gen_model("gpu_l2_q8", std::string(k_l2) + " --outtype q8_0 --seed 13"), 3, 2e-2);
     check_all_ngl(gen_model("gpu_l3_q8", std::string(k_l3) + " --outtype q8_0 --seed 14"), 3, 2e-2);
+}
+// 4-bit models (Q4_0: q4_0 with a q6_K output; Q4_K_M: q4_K with q6_K attn_v / ffn_down / output): both sides
+// read the same weight bytes; the GPU decodes with q8 activations (blocks of 32) and runs prompts through f16
+// cuBLAS, the CPU quantizes activations to q8_0 / q8_K. 3e-2 of the largest logit (a wrong kernel is off by O(1)).
+TEST_CASE("llama2 and llama3 shapes Q4_0: every -ngl matches the CPU within 3e-2") {
+    const std::string l2 = gen_quantized("gpu_l2_q4_0", std::string(k_l2_256) + " --seed 15", "q4_0");
+    if (l2.empty()) return;
+    check_all_ngl(l2, 3, 3e-2);
+    check_all_ngl(gen_quantized("gpu_l3_q4_0", std::string(k_l3_256) + " --seed 16", "q4_0"), 3, 3e-2);
+}
+TEST_CASE("llama2 and llama3 shapes Q4_K_M: every -ngl matches the CPU within 3e-2") {
+    const std::string l2 = gen_quantized("gpu_l2_q4km", std::string(k_l2_256) + " --seed 17", "q4_K_M");
+    if (l2.empty()) return;
+    check_all_ngl(l2, 3, 3e-2);
+    check_all_ngl(gen_quantized("gpu_l3_q4km", std::string(k_l3_256) + " --seed 18", "q4_K_M"), 3, 3e-2);
 }
 #endif

@@ -57,6 +57,11 @@ struct ggml_cuda_pool {
         return p;
     }
     void reset() { used = 0; }
+    // Scratch that only the next kernels of the stream read (a dequantized weight for one GEMM): take mark()
+    // before allocating it and rewind(m) once its readers are launched; later requests reuse the memory, in
+    // stream order. The peak, so the block settle() makes, is then the largest such scratch, not their sum.
+    size_t mark() const { return used; }
+    void rewind(size_t m) { used = m; }
     // after the stream is idle: fold overflow blocks into one block of the peak size
     bool settle() {
         if (extra.empty()) return false;

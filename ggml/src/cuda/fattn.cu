@@ -27,6 +27,7 @@ struct fa_params {
     int * counters; // decode kernel with n_split > 1: one per kv head, 0 between launches (see k_fattn_vec)
     int8_t * q8s;   // decode kernel, optional: the output also quantized for the next mat-vec (quantize.cuh's
     float * q8d;    // split layout, rows = tokens of n_head * D values)
+    int * q8sum;    // (its block sums)
     cuda_shape qs, ks, vs, ms, ds;
     int D, n_kv, n_tokens, n_head, r, n_split, kv_per_split, causal_n_past, mask_f16;
     float scale;
@@ -244,8 +245,13 @@ static __device__ __forceinline__ void fattn_vec_store(const fa_params & p, int 
         const float amax = warp_max(fabsf(o));
         const float sc = q8s_scale(amax);
         const int64_t i = (int64_t)t * p.n_head * p.D + h * p.D + d; // element of the [n_head * D, T] rows
-        p.q8s[i] = q8s_quant(o, amax, sc);
-        if (d % 32 == 0) p.q8d[i / 32] = sc;
+        const int8_t q = q8s_quant(o, amax, sc);
+        p.q8s[i] = q;
+        const int sm = q8s_block_sums(q, d % 32);
+        if (d % 32 == 0) {
+            p.q8d[i / 32] = sc;
+            p.q8sum[i / 32] = sm;
+        }
     }
 }
 
@@ -514,7 +520,7 @@ static void fattn_gemm(ggml_cuda_context & ctx, const fa_params & p, const ggml_
 }
 
 // q8s/q8d: where the decode kernel also writes the output quantized (nullptr: not wanted); returns whether it did
-static bool flash_attn_ext(ggml_cuda_context & ctx, ggml_tensor * dst, int8_t * q8s, float * q8d) {
+static bool flash_attn_ext(ggml_cuda_context & ctx, ggml_tensor * dst, int8_t * q8s, float * q8d, int * q8sum) {
     const ggml_tensor * q = dst->src[0];
     const ggml_tensor * k = dst->src[1];
     const ggml_tensor * v = dst->src[2];
@@ -550,6 +556,7 @@ static bool flash_attn_ext(ggml_cuda_context & ctx, ggml_tensor * dst, int8_t * 
         if (q8s && ggml_is_contiguous(dst)) {
             p.q8s = q8s;
             p.q8d = q8d;
+            p.q8sum = q8sum;
         }
         fattn_vec(ctx, p, k->type);
         return p.q8s != nullptr;
@@ -588,14 +595,15 @@ static bool flash_attn_ext(ggml_cuda_context & ctx, ggml_tensor * dst, int8_t * 
     return false;
 }
 
-GGML_CUDA_OP(flash_attn_ext) { flash_attn_ext(ctx, dst, nullptr, nullptr); }
+GGML_CUDA_OP(flash_attn_ext) { flash_attn_ext(ctx, dst, nullptr, nullptr, nullptr); }
 
 void * ggml_cuda_op_flash_attn_ext_q8(ggml_cuda_context & ctx, ggml_tensor * dst) {
     const int64_t n = dst->ne[0] * dst->ne[1], rows = dst->ne[2] * dst->ne[3]; // [D * n_head, n_tokens] rows
     if (n % 32 != 0) {
-        flash_attn_ext(ctx, dst, nullptr, nullptr);
+        flash_attn_ext(ctx, dst, nullptr, nullptr, nullptr);
         return nullptr;
     }
     void * q = ctx.pool.alloc(ggml_cuda_q8s_size(rows, n));
-    return flash_attn_ext(ctx, dst, (int8_t *)q, (float *)((char *)q + rows * n)) ? q : nullptr;
+    const q8s_view v = q8s_view_of(q, rows, n);
+    return flash_attn_ext(ctx, dst, v.qs, v.d, v.s) ? q : nullptr;
 }

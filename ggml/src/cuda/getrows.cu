@@ -1,5 +1,6 @@
 // getrows.cu - see getrows.cuh. One block per output row.
 #include "getrows.cuh"
+#include "mmvq.cuh"
 #include "q8repack.cuh"
 
 template <typename T> static __device__ __forceinline__ float load_elem(const char * row, int64_t i, int64_t nb0) {
@@ -59,6 +60,10 @@ GGML_CUDA_OP(get_rows) {
             ggml_cuda_launch(ctx, k_get_rows<2>, dim3((unsigned)rows), dim3(bs), 0, sp, ip, dp, ss, is, ds);
             break;
         default:
+            if (const ggml_cuda_qt_fns * qt = ggml_cuda_qt(src->type)) {
+                qt->get_rows(ctx, dst);
+                break;
+            }
             GGML_ABORT("cuda get_rows: unsupported type %s", ggml_type_name(src->type));
     }
 }

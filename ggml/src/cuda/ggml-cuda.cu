@@ -9,6 +9,7 @@
 #include "fattn.cuh"
 #include "getrows.cuh"
 #include "ggml-cuda.h"
+#include "mmvq.cuh"
 #include "mulmat.cuh"
 #include "norm.cuh"
 #include "q8repack.cuh"
@@ -69,20 +70,20 @@ static void * cuda_buffer_get_base(ggml_backend_buffer_t buf) { return ((cuda_bu
 static void cuda_buffer_set_tensor(ggml_backend_buffer_t buf, ggml_tensor * t, const void * data, size_t offset,
                                    size_t size) {
     CUDA_CHECK(cudaSetDevice(((cuda_buffer_ctx *)buf->context)->device));
-    if (ggml_cuda_q8_should_repack(buf, t, offset, size)) return ggml_cuda_q8_set(t, data, offset, size);
+    if (ggml_cuda_should_repack(buf, t, offset, size)) return ggml_cuda_repack_set(t, data, offset, size);
     // legacy-stream copy: ordered after the backend streams' queued work (they are blocking streams)
     CUDA_CHECK(cudaMemcpy((char *)t->data + offset, data, size, cudaMemcpyHostToDevice));
 }
 static void cuda_buffer_get_tensor(ggml_backend_buffer_t buf, const ggml_tensor * t, void * data, size_t offset,
                                    size_t size) {
     CUDA_CHECK(cudaSetDevice(((cuda_buffer_ctx *)buf->context)->device));
-    if (ggml_cuda_q8_repacked(t)) return ggml_cuda_q8_get(t, data, offset, size);
+    if (ggml_cuda_repacked(t)) return ggml_cuda_repack_get(t, data, offset, size);
     CUDA_CHECK(cudaMemcpy(data, (const char *)t->data + offset, size, cudaMemcpyDeviceToHost));
 }
 static bool cuda_buft_is_device(ggml_backend_buffer_type_t buft);
 static bool cuda_buffer_cpy_tensor(ggml_backend_buffer_t buf, const ggml_tensor * src, ggml_tensor * dst) {
     if (!src->buffer) return false;
-    if (ggml_cuda_q8_repacked(src) || ggml_cuda_q8_should_repack(buf, dst, 0, ggml_nbytes(dst))) return false; // bounce
+    if (ggml_cuda_repacked(src) || ggml_cuda_should_repack(buf, dst, 0, ggml_nbytes(dst))) return false; // bounce
     const bool src_dev = cuda_buft_is_device(src->buffer->buft);
     if (!src_dev && !ggml_backend_buffer_is_host(src->buffer)) return false;
     CUDA_CHECK(cudaSetDevice(((cuda_buffer_ctx *)buf->context)->device));
@@ -414,7 +415,7 @@ static void run_node(ggml_cuda_context & ctx, ggml_tensor * t) {
 //      (ggml_cuda_mul_mat_group);
 //   5: nodes i, i+1 are MUL_MATs (gate, up; same src1) and i+2 their SWIGLU: one launch writes the SWIGLU
 //      result, the gate/up results are not written (no other reader, not outputs);
-//   6 / 7: as 1 / 2, and the MUL result is also quantized (q8s) into ctx.qcache for the repacked q8_0
+//   6 / 7: as 1 / 2, and the MUL result is also quantized (q8s) into ctx.qcache for the quantized-weight
 //      mat-vecs that are its only readers;
 //   8: node i (ROPE), i+1 (its RESHAPE to rows) and i+2 (SET_ROWS of those rows into the KV cache): one kernel
 //      writes the rotated rows into their cells, the rope result is not written (no other reader, no output);
@@ -422,7 +423,7 @@ static void run_node(ggml_cuda_context & ctx, ggml_tensor * t) {
 //      (ggml_cuda_op_rope_qkv). Computing k and v at q's place is safe: their inputs are ready, and their
 //      outputs are cache cells, not allocator memory;
 //   11: node i (FLASH_ATTN_EXT) and i+1 (its reshape to [D * n_head, n_tokens] rows): the attention kernel also
-//      quantizes its output (q8s) into ctx.qcache for the repacked q8_0 mat-vecs that are the only readers.
+//      quantizes its output (q8s) into ctx.qcache for the quantized-weight mat-vecs that are the only readers.
 // Only adjacent nodes are fused: computing node i+1 / i+2 at node i's place is then safe (their inputs are
 // ready, and the allocator cannot have handed their outputs memory that node i still reads). One exception,
 // checked by ggml_cuda_mul_mat_swiglu_ok: SWIGLU's output may lie over the activation once gate/up were its
@@ -522,14 +523,15 @@ static void plan_mat_vec_fusions(const ggml_cuda_context & ctx, ggml_cgraph * gf
     }
 }
 
-// is u a repacked q8_0 mat-vec reading t (f32 rows of K) as its activation?
+// is u a quantized-weight mat-vec reading t (f32 rows of K) as its activation through the q8s layout (repacked
+// q8_0, q4_0 ... q6_K)?
 static bool is_q8_vec_reader(const ggml_tensor * u, const ggml_tensor * t) {
-    return u->op == GGML_OP_MUL_MAT && u->src[1] == t && u->src[0] != t && ggml_cuda_q8_repacked(u->src[0]) &&
+    return u->op == GGML_OP_MUL_MAT && u->src[1] == t && u->src[0] != t && ggml_cuda_mul_mat_reads_q8s(u) &&
            u->src[0]->ne[0] == t->ne[0];
 }
 
-// codes 1/2 -> 6/7 where the norm's result (the MUL node) is read only by repacked q8_0 mat-vecs of one
-// column (they then find it quantized in ctx.qcache)
+// codes 1/2 -> 6/7 where the norm's result (the MUL node) is read only by quantized-weight mat-vecs of one column
+// (q8s readers: they then find it quantized in ctx.qcache)
 static void plan_norm_q8_fusions(ggml_cgraph * gf, std::vector<uint8_t> & fused) {
     const int n = gf->n_nodes;
     std::map<const ggml_tensor *, int> cand; // MUL result -> first node of its code 1/2 group
@@ -971,14 +973,16 @@ static bool is_f(ggml_type t) { return t == GGML_TYPE_F32 || t == GGML_TYPE_F16;
 static bool cuda_backend_supports_op(ggml_backend_t, const ggml_tensor * t) {
     const ggml_tensor * a = t->src[0];
     const ggml_tensor * b = t->src[1];
-    // repacked q8_0 weights (q8repack.cuh): read only by mat-mul and get_rows, whole; never written
-    if (ggml_cuda_q8_touches_repacked(t)) return false;
+    // repacked weights (q8repack.cuh): read only by mat-mul and get_rows, whole; never written
+    if (ggml_cuda_touches_repacked(t)) return false;
     for (int k = 0; k < GGML_MAX_SRC; ++k) {
         const ggml_tensor * s = t->src[k];
-        if (s && ggml_cuda_q8_touches_repacked(s) &&
-            !(k == 0 && ggml_cuda_q8_repacked(s) && (t->op == GGML_OP_MUL_MAT || t->op == GGML_OP_GET_ROWS)))
+        if (s && ggml_cuda_touches_repacked(s) &&
+            !(k == 0 && ggml_cuda_repacked(s) && (t->op == GGML_OP_MUL_MAT || t->op == GGML_OP_GET_ROWS)))
             return false;
     }
+    // q4_0 ... q6_K (mmvq-t.cuh): contiguous (either layout)
+    const bool a_qt = a && ggml_cuda_qt(a->type) && ggml_is_contiguous(a);
     switch (t->op) {
         case GGML_OP_NONE:
         case GGML_OP_RESHAPE:
@@ -1002,7 +1006,8 @@ static bool cuda_backend_supports_op(ggml_backend_t, const ggml_tensor * t) {
         case GGML_OP_SWIGLU:
             return is_f(a->type) && b->type == a->type && t->type == a->type;
         case GGML_OP_GET_ROWS:
-            return (is_f(a->type) || a->type == GGML_TYPE_Q8_0) && b->type == GGML_TYPE_I32 && t->type == GGML_TYPE_F32;
+            return (is_f(a->type) || a->type == GGML_TYPE_Q8_0 || a_qt) && b->type == GGML_TYPE_I32 &&
+                   t->type == GGML_TYPE_F32;
         case GGML_OP_SET_ROWS:
             return is_f(a->type) && b->type == GGML_TYPE_F32 && t->src[2]->type == GGML_TYPE_I32 && t->type == a->type;
         case GGML_OP_SOFT_MAX:
@@ -1013,6 +1018,7 @@ static bool cuda_backend_supports_op(ggml_backend_t, const ggml_tensor * t) {
         case GGML_OP_MUL_MAT:
             if (b->type != GGML_TYPE_F32) return false;
             if (a->type == GGML_TYPE_Q8_0) return a->nb[0] == ggml_type_size(a->type);
+            if (ggml_cuda_qt(a->type)) return a_qt && a->ne[0] <= INT32_MAX;
             return is_f(a->type);
         case GGML_OP_ARGMAX:
             return a->type == GGML_TYPE_F32;
@@ -1039,18 +1045,18 @@ static void cuda_backend_set_tensor_async(ggml_backend_t backend, ggml_tensor * 
                                           size_t size) {
     ggml_cuda_context * ctx = (ggml_cuda_context *)backend->context;
     ggml_backend_buffer_t buf = t->view_src ? t->view_src->buffer : t->buffer;
-    if (ggml_cuda_q8_should_repack(buf, t, offset, size)) {
+    if (ggml_cuda_should_repack(buf, t, offset, size)) {
         CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
-        return ggml_cuda_q8_set(t, data, offset, size);
+        return ggml_cuda_repack_set(t, data, offset, size);
     }
     CUDA_CHECK(cudaMemcpyAsync((char *)t->data + offset, data, size, cudaMemcpyHostToDevice, ctx->stream));
 }
 static void cuda_backend_get_tensor_async(ggml_backend_t backend, const ggml_tensor * t, void * data, size_t offset,
                                           size_t size) {
     ggml_cuda_context * ctx = (ggml_cuda_context *)backend->context;
-    if (ggml_cuda_q8_repacked(t)) {
+    if (ggml_cuda_repacked(t)) {
         CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
-        return ggml_cuda_q8_get(t, data, offset, size);
+        return ggml_cuda_repack_get(t, data, offset, size);
     }
     CUDA_CHECK(cudaMemcpyAsync(data, (const char *)t->data + offset, size, cudaMemcpyDeviceToHost, ctx->stream));
 }

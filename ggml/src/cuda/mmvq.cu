@@ -459,3 +459,22 @@ void ggml_cuda_mmvq_q8r(ggml_cuda_context & ctx, const ggml_tensor * a, const vo
 #undef MMVQ_R
     CUDA_CHECK_LAUNCH();
 }
+
+// ---- the other quantized types: one instance file each (mmvq-<type>.cu) -----------------------------------------
+extern const ggml_cuda_qt_fns ggml_cuda_qt_q4_0, ggml_cuda_qt_q4_1, ggml_cuda_qt_q5_0, ggml_cuda_qt_q5_1,
+    ggml_cuda_qt_q2_K, ggml_cuda_qt_q3_K, ggml_cuda_qt_q4_K, ggml_cuda_qt_q5_K, ggml_cuda_qt_q6_K;
+
+const ggml_cuda_qt_fns * ggml_cuda_qt(ggml_type type) {
+    switch (type) {
+        case GGML_TYPE_Q4_0: return &ggml_cuda_qt_q4_0;
+        case GGML_TYPE_Q4_1: return &ggml_cuda_qt_q4_1;
+        case GGML_TYPE_Q5_0: return &ggml_cuda_qt_q5_0;
+        case GGML_TYPE_Q5_1: return &ggml_cuda_qt_q5_1;
+        case GGML_TYPE_Q2_K: return &ggml_cuda_qt_q2_K;
+        case GGML_TYPE_Q3_K: return &ggml_cuda_qt_q3_K;
+        case GGML_TYPE_Q4_K: return &ggml_cuda_qt_q4_K;
+        case GGML_TYPE_Q5_K: return &ggml_cuda_qt_q5_K;
+        case GGML_TYPE_Q6_K: return &ggml_cuda_qt_q6_K;
+        default: return nullptr;
+    }
+}

@@ -1,5 +1,8 @@
-// mmvq.cuh - decode mat-vec for q8_0 weights: dst [M, N, B2, B3] = a^T b, a q8_0 [K, M, A2, A3],
-// b already quantized to q8_1 (quantize.cuh), N <= MMVQ_MAX_COLS. Integer dots with __dp4a.
+// mmvq.cuh - decode mat-vecs of quantized weights: dst [M, N, B2, B3] = a^T b, a quantized [K, M, A2, A3],
+// b already quantized (quantize.cuh), N <= MMVQ_MAX_COLS. Integer dots with __dp4a.
+//   q8_0: the kernels below (mmvq.cu).
+//   q4_0 q4_1 q5_0 q5_1 q2_K q3_K q4_K q5_K q6_K: one kernel template over the type (mmvq-t.cuh, per-type
+//   traits in qtypes.cuh), instantiated per type in mmvq-<type>.cu and reached through ggml_cuda_qt().
 #pragma once
 #include "common.cuh"
 
@@ -24,3 +27,25 @@ void ggml_cuda_mmvq_q8r_group(ggml_cuda_context & ctx, const ggml_tensor * const
 // dst [M] = silu(gate_w . x) * (up_w . x); gate_w, up_w repacked q8_0 [K, M] (2-D); x quantized in bq.
 void ggml_cuda_mmvq_q8r_swiglu(ggml_cuda_context & ctx, const ggml_tensor * gate_w, const ggml_tensor * up_w,
                                const void * bq, float * dst);
+
+// ---- the other quantized types (mmvq-t.cuh) ---------------------------------------------------------------------
+// Weights in the kernel layout (q8repack.cuh: ggml_cuda_kernel_layout) unless the function says otherwise;
+// activations in the q8s split layout (quantize.cuh) with their block sums.
+struct ggml_cuda_qt_fns {
+    ggml_type type;
+    int qk; // values per block
+    // dst = a^T b for N = b->ne[1] <= MMVQ_MAX_COLS; a's data in the kernel layout at w (a->data, or a repacked
+    // copy of it: then early = false, as the weights were written by the kernel before)
+    void (*mmvq)(ggml_cuda_context & ctx, const ggml_tensor * a, const void * w, bool early, const void * bq,
+                 const ggml_tensor * b, ggml_tensor * dst);
+    // as ggml_cuda_mmvq_q8r_group / _swiglu, for weights of this type (all of it)
+    void (*group)(ggml_cuda_context & ctx, const ggml_tensor * const * dsts, int n, const void * bq);
+    void (*swiglu)(ggml_cuda_context & ctx, const ggml_tensor * gate_w, const ggml_tensor * up_w, const void * bq,
+                   float * dst);
+    // t (contiguous, either layout) -> dense f16 [ne0, nrows] on ctx.stream (the prompt path)
+    void (*to_f16)(ggml_cuda_context & ctx, const ggml_tensor * t, half * dst);
+    // GET_ROWS with src0 of this type (contiguous, either layout)
+    void (*get_rows)(ggml_cuda_context & ctx, ggml_tensor * dst);
+};
+// nullptr for types without (f32, f16, q8_0, ...)
+const ggml_cuda_qt_fns * ggml_cuda_qt(ggml_type type);

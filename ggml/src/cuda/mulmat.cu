@@ -114,6 +114,46 @@ void ggml_cuda_qcache_written(ggml_cuda_context & ctx, const ggml_tensor * t) {
     }
 }
 
+// the quantized weights a mat-vec reads through the q8s activation (quantized_b): repacked q8_0 and every type of
+// ggml_cuda_qt (the latter in any layout: a weight not in the kernel layout is repacked into scratch first)
+static bool q8s_weight(const ggml_tensor * a) { return ggml_cuda_q8_repacked(a) || ggml_cuda_qt(a->type); }
+
+bool ggml_cuda_mul_mat_reads_q8s(const ggml_tensor * mm) {
+    const ggml_tensor * a = mm->src[0], * b = mm->src[1];
+    return mm->op == GGML_OP_MUL_MAT && a && b && q8s_weight(a) && b->ne[1] <= MUL_MAT_VEC_MAX_N;
+}
+
+// A quantized a times N > MUL_MAT_VEC_MAX_N columns: a dequantized to f16 scratch for cuBLAS (an interim: the
+// scratch is given back to the pool as soon as the GEMM is launched, so no f16 copy of a weight outlives it and
+// the pool's peak is the largest weight, not the sum of them). b is converted first (its f16 copy is cached
+// for the next GEMM reading it, so it must lie below the mark).
+static void mul_mat_dequant_cublas(ggml_cuda_context & ctx, const ggml_tensor * a, const ggml_tensor * b,
+                                   ggml_tensor * dst) {
+    ggml_tensor b_tmp;
+    if (b->type != GGML_TYPE_F16 || !cublas_layout_ok(b)) {
+        b_tmp = f16_b(ctx, b);
+        b = &b_tmp;
+    }
+    const size_t mark = ctx.pool.mark();
+    ggml_tensor a_tmp;
+    if (ggml_cuda_q8_repacked(a)) {
+        a_tmp = dense_header(a, GGML_TYPE_F16);
+        a_tmp.extra = nullptr;
+        a_tmp.data = ctx.pool.alloc(a_tmp.nb[3] * a->ne[3]);
+        ggml_cuda_q8r_to_f16(ctx, a, (half *)a_tmp.data);
+    } else if (const ggml_cuda_qt_fns * qt = ggml_cuda_qt(a->type)) {
+        GGML_ASSERT(ggml_is_contiguous(a));
+        a_tmp = dense_header(a, GGML_TYPE_F16);
+        a_tmp.extra = nullptr;
+        a_tmp.data = ctx.pool.alloc(a_tmp.nb[3] * a->ne[3]);
+        qt->to_f16(ctx, a, (half *)a_tmp.data);
+    } else {
+        a_tmp = dense_copy(ctx, a, GGML_TYPE_F16); // q8_0 in ggml's layout (any strides)
+    }
+    mul_mat_cublas(ctx, &a_tmp, b, dst);
+    ctx.pool.rewind(mark);
+}
+
 GGML_CUDA_OP(mul_mat) {
     const ggml_tensor * a = dst->src[0];
     const ggml_tensor * b = dst->src[1];
@@ -128,17 +168,29 @@ GGML_CUDA_OP(mul_mat) {
             ggml_cuda_mmvq_q8r(ctx, a, quantized_b(ctx, b), b, dst);
             return;
         }
-        a_tmp = *a;
-        a_tmp.type = GGML_TYPE_F16;
-        a_tmp.extra = nullptr;
-        a_tmp.view_src = nullptr;
-        const cuda_shape s = ggml_cuda_contig_shape(GGML_TYPE_F16, a->ne);
-        for (int i = 0; i < 4; ++i)
-            a_tmp.nb[i] = (size_t)s.nb[i];
-        a_tmp.data = ctx.pool.alloc((size_t)(s.nb[3] * a->ne[3]));
-        ggml_cuda_q8r_to_f16(ctx, a, (half *)a_tmp.data);
-        a = &a_tmp;
-    } else if (a->type == GGML_TYPE_Q8_0) {
+        mul_mat_dequant_cublas(ctx, a, b, dst);
+        return;
+    }
+    if (const ggml_cuda_qt_fns * qt = ggml_cuda_qt(a->type)) {
+        GGML_ASSERT(ggml_is_contiguous(a) && a->ne[0] % qt->qk == 0);
+        if (N > MUL_MAT_VEC_MAX_N) {
+            mul_mat_dequant_cublas(ctx, a, b, dst);
+            return;
+        }
+        const void * bq = quantized_b(ctx, b);
+        if (ggml_cuda_kernel_layout(a)) {
+            qt->mmvq(ctx, a, a->data, true, bq, b, dst);
+            return;
+        }
+        // ggml's layout (a weight outside a weights buffer, a view): a repacked copy in scratch for this launch
+        const size_t mark = ctx.pool.mark();
+        void * w = ctx.pool.alloc(ggml_nbytes(a));
+        ggml_cuda_repack_into(ctx, a, w);
+        qt->mmvq(ctx, a, w, false, bq, b, dst);
+        ctx.pool.rewind(mark);
+        return;
+    }
+    if (a->type == GGML_TYPE_Q8_0) {
         if (N <= MUL_MAT_VEC_MAX_N) {
             const int64_t nblk = ggml_nelements(b) / 32;
             cuda_block_q8_1 * bq = (cuda_block_q8_1 *)ctx.pool.alloc(nblk * sizeof(cuda_block_q8_1));
@@ -146,8 +198,8 @@ GGML_CUDA_OP(mul_mat) {
             ggml_cuda_mmvq_q8_0(ctx, a, bq, b, dst);
             return;
         }
-        a_tmp = dense_copy(ctx, a, GGML_TYPE_F16);
-        a = &a_tmp;
+        mul_mat_dequant_cublas(ctx, a, b, dst);
+        return;
     }
     if (!rows_dense(a)) { // e.g. a transposed view: make it dense first
         a_tmp = dense_copy(ctx, a, a->type);
@@ -182,8 +234,13 @@ bool ggml_cuda_mul_mat_group_ok(const ggml_cuda_context & ctx, const ggml_tensor
     const ggml_tensor * x = mm[0]->src[1];
     if (!x || x->type != GGML_TYPE_F32 || x->ne[1] != 1 || x->ne[2] != 1 || x->ne[3] != 1) return false;
     const int64_t K = x->ne[0];
-    const bool q8 = mm[0]->src[0] && ggml_cuda_q8_repacked(mm[0]->src[0]);
-    if (q8 ? !(K % 32 == 0 && ggml_cuda_mmvq_q8r_v6(ctx, K, 1)) : !(x->nb[0] == 4 && (uintptr_t)x->data % 16 == 0))
+    const ggml_tensor * a0 = mm[0]->src[0];
+    if (!a0) return false;
+    const bool q8 = ggml_cuda_q8_repacked(a0);
+    // the other quantized types: all weights of one type, in the kernel layout
+    const ggml_cuda_qt_fns * qt = ggml_cuda_qt(a0->type);
+    if (q8 ? !(K % 32 == 0 && ggml_cuda_mmvq_q8r_v6(ctx, K, 1))
+           : qt ? !(K % qt->qk == 0 && K <= INT32_MAX) : !(x->nb[0] == 4 && (uintptr_t)x->data % 16 == 0))
         return false;
     for (int m = 0; m < n; ++m) {
         const ggml_tensor * t = mm[m];
@@ -191,9 +248,11 @@ bool ggml_cuda_mul_mat_group_ok(const ggml_cuda_context & ctx, const ggml_tensor
         if (t->op != GGML_OP_MUL_MAT || t->src[1] != x || !a) return false;
         if (t->type != GGML_TYPE_F32 || !ggml_is_contiguous(t) || t->ne[0] != a->ne[1] || ggml_nrows(t) != 1)
             return false;
-        if (q8 ? !(ggml_cuda_q8_repacked(a) && a->ne[0] == K && a->ne[2] == 1 && a->ne[3] == 1)
-               : !ggml_cuda_mmv_f16_fusable(a, K))
-            return false;
+        const bool w_ok = q8   ? ggml_cuda_q8_repacked(a) && a->ne[0] == K && a->ne[2] == 1 && a->ne[3] == 1
+                          : qt ? a->type == a0->type && ggml_cuda_kernel_layout(a) && a->ne[0] == K && a->ne[2] == 1 &&
+                                     a->ne[3] == 1
+                               : ggml_cuda_mmv_f16_fusable(a, K);
+        if (!w_ok) return false;
         if (overlaps(t, x)) return false; // f16 kernels read x while writing (q8: harmless, but never seen)
     }
     return true;
@@ -202,8 +261,11 @@ bool ggml_cuda_mul_mat_group_ok(const ggml_cuda_context & ctx, const ggml_tensor
 void ggml_cuda_mul_mat_group(ggml_cuda_context & ctx, ggml_tensor * const * mm, int n) {
     GGML_ASSERT(ggml_cuda_mul_mat_group_ok(ctx, mm, n));
     const ggml_tensor * x = mm[0]->src[1];
-    if (ggml_cuda_q8_repacked(mm[0]->src[0]))
+    const ggml_tensor * a0 = mm[0]->src[0];
+    if (ggml_cuda_q8_repacked(a0))
         ggml_cuda_mmvq_q8r_group(ctx, mm, n, quantized_b(ctx, x));
+    else if (const ggml_cuda_qt_fns * qt = ggml_cuda_qt(a0->type))
+        qt->group(ctx, mm, n, quantized_b(ctx, x));
     else
         ggml_cuda_mmv_f16_group(ctx, mm, n);
 }
@@ -216,8 +278,8 @@ bool ggml_cuda_mul_mat_swiglu_ok(const ggml_cuda_context & ctx, const ggml_tenso
     if (glu->type != GGML_TYPE_F32 || !ggml_is_contiguous(glu) || !ggml_are_same_shape(glu, gate)) return false;
     if (gate->src[0]->ne[1] != up->src[0]->ne[1]) return false;
     // by the time the allocator places glu, x may be free (gate/up were its last readers): the f16 kernel reads
-    // x while it writes glu (the q8_0 path has quantized x before)
-    return !overlaps(glu, gate->src[1]) || ggml_cuda_q8_repacked(gate->src[0]);
+    // x while it writes glu (the quantized-weight paths have quantized x before)
+    return !overlaps(glu, gate->src[1]) || q8s_weight(gate->src[0]);
 }
 
 void ggml_cuda_mul_mat_swiglu(ggml_cuda_context & ctx, ggml_tensor * gate, ggml_tensor * up, ggml_tensor * glu) {
@@ -225,6 +287,8 @@ void ggml_cuda_mul_mat_swiglu(ggml_cuda_context & ctx, ggml_tensor * gate, ggml_
     const ggml_tensor * x = gate->src[1];
     if (ggml_cuda_q8_repacked(gate->src[0]))
         ggml_cuda_mmvq_q8r_swiglu(ctx, gate->src[0], up->src[0], quantized_b(ctx, x), (float *)glu->data);
+    else if (const ggml_cuda_qt_fns * qt = ggml_cuda_qt(gate->src[0]->type))
+        qt->swiglu(ctx, gate->src[0], up->src[0], quantized_b(ctx, x), (float *)glu->data);
     else
         ggml_cuda_mmv_f16_swiglu(ctx, gate->src[0], up->src[0], x, (float *)glu->data);
 }

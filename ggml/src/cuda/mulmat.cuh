@@ -1,7 +1,10 @@
-// mulmat.cuh - MUL_MAT dispatch: a [K, M, A2, A3] (f32/f16/q8_0), b f32 [K, N, B2, B3] -> f32 [M, N, B2, B3].
-//   N <= 8:  q8_0 -> mmvq (b quantized to q8_1 on the GPU); f16/f32 -> mmv
-//   N > 8:   cuBLAS: q8_0 dequantized to f16 scratch, b converted to f16, f16 x f16 -> f32 (f32
-//            compute); f32 x f32 as f32. Batches (GQA broadcast included) via strided-batched calls.
+// mulmat.cuh - MUL_MAT dispatch: a [K, M, A2, A3] (f32/f16/q8_0/q4_0 ... q6_K), b f32 [K, N, B2, B3] -> f32
+// [M, N, B2, B3].
+//   N <= 8:  quantized -> mmvq (b quantized on the GPU, q8s layout; q8_0 in ggml's layout: q8_1 blocks);
+//            f16/f32 -> mmv
+//   N > 8:   cuBLAS: quantized a dequantized to f16 scratch (given back after the GEMM), b converted to f16,
+//            f16 x f16 -> f32 (f32 compute); f32 x f32 as f32. Batches (GQA broadcast included) via
+//            strided-batched calls.
 // Inputs with non-dense rows (transposed views) are first copied to dense scratch.
 #pragma once
 #include "common.cuh"
@@ -17,9 +20,14 @@ void ggml_cuda_qcache_written(ggml_cuda_context & ctx, const ggml_tensor * t);
 // fused kernel, bit-identical to ggml_cuda_quantize_q8s): the next q8_0 mat-vecs reading b skip quantizing.
 void ggml_cuda_qcache_set(ggml_cuda_context & ctx, const ggml_tensor * b, void * q);
 
+// Whether the MUL_MAT node mm runs a mat-vec that reads its activation through ctx.qcache (the q8s layout):
+// the fused norm / attention kernels may then write that layout for it.
+bool ggml_cuda_mul_mat_reads_q8s(const ggml_tensor * mm);
+
 // ---- fused decode mat-vecs (plan_fusions / run_fused in ggml-cuda.cu) ----------------------------
 // mm[0..n-1], n 2..MMV_GROUP_MAX: MUL_MAT nodes with the same src1 (pointer-equal: one f32 column [K]),
-// 2-D weights that are all repacked q8_0 or all f16 with 16-byte aligned dense rows, the same K, f32
+// 2-D weights that are all repacked q8_0, all of one other quantized type in the kernel layout (q8repack.cuh),
+// or all f16 with 16-byte aligned dense rows, the same K, f32
 // contiguous dsts; and K is one where the separate launches would use the kernel whose row loop the fused
 // kernel shares (q8_0: v6, mmvq.cuh; f16: v2, K >= 1024). _ok: whether one launch may compute them all.
 bool ggml_cuda_mul_mat_group_ok(const ggml_cuda_context & ctx, const ggml_tensor * const * mm, int n);

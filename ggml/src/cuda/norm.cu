@@ -7,7 +7,7 @@
 // qs [nrows * ne0] int8, qd [nrows * ne0/32] f32, row = blockIdx.x; a warp's 32 consecutive values are one block.
 template <typename T, bool HAS_W, bool Q8 = false>
 static __global__ void k_rms_norm(const char * x, const char * w, char * y, cuda_shape xs, cuda_shape ws, cuda_shape ys,
-                                  float eps, int8_t * qs, float * qd) {
+                                  float eps, int8_t * qs, float * qd, int * qsum) {
     __shared__ float s_tmp[32];
     pdl_start();
     int64_t i1, i2, i3;
@@ -31,8 +31,13 @@ static __global__ void k_rms_norm(const char * x, const char * w, char * y, cuda
         if (Q8) { // the whole warp is in this iteration (n % 32 == 0): lanes hold values i - lane .. i - lane + 31
             const float amax = warp_max(fabsf(v));
             const float sc = q8s_scale(amax);
-            qs[(int64_t)blockIdx.x * n + i] = q8s_quant(v, amax, sc);
-            if (i % 32 == 0) qd[(int64_t)blockIdx.x * (n / 32) + i / 32] = sc;
+            const int8_t q = q8s_quant(v, amax, sc);
+            qs[(int64_t)blockIdx.x * n + i] = q;
+            const int sm = q8s_block_sums(q, (int)(i % 32));
+            if (i % 32 == 0) {
+                qd[(int64_t)blockIdx.x * (n / 32) + i / 32] = sc;
+                qsum[(int64_t)blockIdx.x * (n / 32) + i / 32] = sm;
+            }
         }
     }
 }
@@ -47,7 +52,7 @@ static void rms_norm(ggml_cuda_context & ctx, const ggml_tensor * x, const ggml_
     const char * wp = w ? (const char *)w->data : nullptr;
 #define RMS_NORM(T, W)                                                                                                 \
     ggml_cuda_launch(ctx, k_rms_norm<T, W>, dim3((unsigned)rows), dim3(bs), 0, xp, wp, (char *)y->data, xs, ws, ys,     \
-                     eps, nullptr, nullptr)
+                     eps, nullptr, nullptr, nullptr)
     if (x->type == GGML_TYPE_F32) {
         if (w)
             RMS_NORM(float, true);
@@ -82,12 +87,11 @@ void * ggml_cuda_op_rms_norm_mul_q8(ggml_cuda_context & ctx, ggml_tensor * norm,
     }
     GGML_ASSERT(mul->src[0] == norm && w->type == GGML_TYPE_F32);
     void * q = ctx.pool.alloc(ggml_cuda_q8s_size(rows, n));
-    int8_t * qs = (int8_t *)q;
-    float * qd = (float *)((char *)q + rows * n);
+    const q8s_view v = q8s_view_of(q, rows, n);
     const int bs = n >= 1024 ? 1024 : n >= 256 ? 256 : 32; // as rms_norm(): multiples of 32
     ggml_cuda_launch(ctx, k_rms_norm<float, true, true>, dim3((unsigned)rows), dim3(bs), 0, (const char *)x->data,
                      (const char *)w->data, (char *)mul->data, cuda_shape_of(x), cuda_shape_of(w), cuda_shape_of(mul),
-                     ggml_get_op_params_f32(norm, 0), qs, qd);
+                     ggml_get_op_params_f32(norm, 0), v.qs, v.d, v.s);
     return q;
 }
 
@@ -116,7 +120,7 @@ static __global__ void k_add_rms_norm_mul(const float * x, const float * y, floa
 // i % 32 == l and the 8 lanes 8j..8j+7 hold one 32-value block (i / 8).
 template <bool Q8>
 static __global__ void k_add_rms_norm_mul4(const float4 * x, const float4 * y, float4 * s, const float4 * w,
-                                           float4 * out, int n4, float eps, char4 * qs, float * qd) {
+                                           float4 * out, int n4, float eps, char4 * qs, float * qd, int * qsum) {
     __shared__ float s_tmp[32];
     pdl_trigger();
     const int64_t off = (int64_t)blockIdx.x * n4;
@@ -154,11 +158,20 @@ static __global__ void k_add_rms_norm_mul4(const float4 * x, const float4 * y, f
             amax = fmaxf(amax, __shfl_xor_sync(0xffffffff, amax, 1));
             amax = fmaxf(amax, __shfl_xor_sync(0xffffffff, amax, 2));
             amax = fmaxf(amax, __shfl_xor_sync(0xffffffff, amax, 4));
+            const float sc = q8s_scale(amax);
+            const char4 q = make_char4(q8s_quant(o.x, amax, sc), q8s_quant(o.y, amax, sc), q8s_quant(o.z, amax, sc),
+                                       q8s_quant(o.w, amax, sc));
+            // half-block sums: lanes 8j..8j+3 hold quants 0..15 of block j, lanes 8j+4..8j+7 quants 16..31
+            int sm = (int)q.x + (int)q.y + (int)q.z + (int)q.w;
+            sm += __shfl_xor_sync(0xffffffff, sm, 1);
+            sm += __shfl_xor_sync(0xffffffff, sm, 2);
+            const int sm_hi = __shfl_xor_sync(0xffffffff, sm, 4);
             if (i < n4) {
-                const float sc = q8s_scale(amax);
-                qs[off + i] = make_char4(q8s_quant(o.x, amax, sc), q8s_quant(o.y, amax, sc), q8s_quant(o.z, amax, sc),
-                                         q8s_quant(o.w, amax, sc));
-                if (i % 8 == 0) qd[off / 8 + i / 8] = sc; // row * n/32 + block
+                qs[off + i] = q;
+                if (i % 8 == 0) { // row * n/32 + block
+                    qd[off / 8 + i / 8] = sc;
+                    qsum[off / 8 + i / 8] = (sm & 0xffff) | (sm_hi << 16);
+                }
             }
         }
     }
@@ -192,13 +205,14 @@ static void * add_rms_norm_mul(ggml_cuda_context & ctx, ggml_tensor * add, ggml_
         void * q = nullptr;
         if (q8 && n % 32 == 0) {
             q = ctx.pool.alloc(ggml_cuda_q8s_size(rows, n));
+            const q8s_view v = q8s_view_of(q, rows, n);
             ggml_cuda_launch(ctx, k_add_rms_norm_mul4<true>, dim3((unsigned)rows), dim3(bs), 0, (const float4 *)x->data,
                              (const float4 *)y->data, (float4 *)add->data, (const float4 *)w->data, (float4 *)mul->data,
-                             n4, eps, (char4 *)q, (float *)((char *)q + rows * n));
+                             n4, eps, (char4 *)v.qs, v.d, v.s);
         } else {
             ggml_cuda_launch(ctx, k_add_rms_norm_mul4<false>, dim3((unsigned)rows), dim3(bs), 0,
                              (const float4 *)x->data, (const float4 *)y->data, (float4 *)add->data,
-                             (const float4 *)w->data, (float4 *)mul->data, n4, eps, nullptr, nullptr);
+                             (const float4 *)w->data, (float4 *)mul->data, n4, eps, nullptr, nullptr, nullptr);
         }
         return q;
     }

@@ -29,7 +29,8 @@ void ggml_cuda_quantize_q8_1(ggml_cuda_context & ctx, const ggml_tensor * x, cud
 }
 
 // split layout: lane l writes quant l of block b; lane 0 the f32 scale
-static __global__ void k_quantize_q8s(const char * x, int8_t * qs, float * d, cuda_shape xs, int64_t nblk_total) {
+static __global__ void k_quantize_q8s(const char * x, int8_t * qs, float * d, int * sums, cuda_shape xs,
+                               int64_t nblk_total) {
     pdl_start();
     const int64_t b = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     const int l = threadIdx.x % 32;
@@ -41,8 +42,13 @@ static __global__ void k_quantize_q8s(const char * x, int8_t * qs, float * d, cu
     const float v = *(const float *)(x + i0 * xs.nb[0] + i1 * xs.nb[1] + i2 * xs.nb[2] + i3 * xs.nb[3]);
     const float amax = warp_max(fabsf(v));
     const float s = q8s_scale(amax);
-    qs[b * 32 + l] = q8s_quant(v, amax, s);
-    if (l == 0) d[b] = s;
+    const int8_t q = q8s_quant(v, amax, s);
+    qs[b * 32 + l] = q;
+    const int sm = q8s_block_sums(q, l);
+    if (l == 0) {
+        d[b] = s;
+        sums[b] = sm;
+    }
 }
 
 void ggml_cuda_quantize_q8s(ggml_cuda_context & ctx, const ggml_tensor * x, void * y) {
@@ -50,6 +56,7 @@ void ggml_cuda_quantize_q8s(ggml_cuda_context & ctx, const ggml_tensor * x, void
     const int64_t n = ggml_nelements(x), nblk = n / 32;
     if (nblk == 0) return;
     const int bs = 256;
+    const q8s_view v = q8s_view_of(y, ggml_nrows(x), x->ne[0]);
     ggml_cuda_launch(ctx, k_quantize_q8s, dim3((unsigned)cuda_ceil_div(nblk, bs / 32)), dim3(bs), 0,
-                     (const char *)x->data, (int8_t *)y, (float *)((char *)y + n), cuda_shape_of(x), nblk);
+                     (const char *)x->data, v.qs, v.d, v.s, cuda_shape_of(x), nblk);
 }

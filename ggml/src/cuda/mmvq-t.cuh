@@ -1,0 +1,281 @@
+// mmvq-t.cuh - the kernels of one quantized weight type T (qtypes.cuh), included only by the per-type
+// instance files mmvq-<type>.cu, each of which defines its ggml_cuda_qt_fns (mmvq.cuh) with
+// GGML_CUDA_QT_INSTANCE:
+//   decode mat-vec (N = 1..8 activation columns, batches with broadcast), the fused q/k/v group and the fused
+//   gate/up + SwiGLU (N = 1); the weight -> f16 conversion of the prompt path; get_rows.
+// Mat-vec layout (as the repacked q8_0 v6 kernel, mmvq.cu): a block of 4 warps takes 4 rows, one warp per row;
+// lane l takes the row's chunks l, l + 32, ... (a chunk: 32..128 values, qtypes.cuh), keeping T::U chunks of
+// weights in flight; the first ones are loaded before pdl_wait() (common.cuh), as weights do not depend on the
+// kernel before. Each chunk's dot reads the activation quants with 16-byte loads (L1/L2: every warp reads the
+// same activation row), its weights with 16-byte loads where the layout allows.
+#pragma once
+#include "mmvq.cuh"
+#include "qtypes.cuh"
+#include "quantize.cuh"
+
+static inline qregs qt_regs_of(ggml_type type, const void * data, int64_t nblk) {
+    const cuda_qptrs p = ggml_cuda_qptrs_repacked(type, data, nblk);
+    qregs r;
+    for (int j = 0; j < 4; ++j)
+        r.r[j] = p.r[j];
+    return r;
+}
+
+template <typename T, int NW, int U>
+static __device__ __forceinline__ void qt_load(const qregs (&w)[NW], const int64_t (&b0)[NW], int ch0, int nch, int sub,
+                                               typename T::W (&wv)[U][NW]) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int ch = ch0 + 32 * u;
+        if (ch < nch) {
+#pragma unroll
+            for (int m = 0; m < NW; ++m)
+                T::load(w[m], b0[m] + ch / T::CPB, sub, wv[u][m]);
+        }
+    }
+}
+
+// This lane's part of the dots of NW weight rows (row m: regions w[m], first block b0[m]; nch chunks) with NC
+// activation rows (row c: quants xq + c*K, scales and sums xd/xs + c*K/32). early: the weights may be loaded
+// before pdl_wait().
+template <typename T, int NC, int NW>
+static __device__ __forceinline__ void qt_rows_dot(const qregs (&w)[NW], const int64_t (&b0)[NW], int nch,
+                                                   const int8_t * __restrict__ xq, const float * __restrict__ xd,
+                                                   const int * __restrict__ xs, int K, int lane, bool early,
+                                                   float (&acc)[NW][NC]) {
+    constexpr int U = T::U, CPB = T::CPB;
+    const int sub = lane % CPB; // chunk ch = lane + 32 i is chunk ch % CPB of its block: the same for every i
+    typename T::W wv[U][NW];
+    if (!early) pdl_wait();
+    qt_load<T, NW, U>(w, b0, lane, nch, sub, wv);
+    pdl_wait();
+    for (int ch0 = lane; ch0 < nch; ch0 += 32 * U) {
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int ch = ch0 + 32 * u;
+            if (ch < nch) {
+                const int bi = ch / CPB; // block of the row
+#pragma unroll
+                for (int c = 0; c < NC; ++c) {
+                    const int64_t xo = (int64_t)c * (K / 32) + bi * (T::QK / 32);
+                    const int4 * x = (const int4 *)(xq + (int64_t)c * K + (int64_t)bi * T::QK);
+#pragma unroll
+                    for (int m = 0; m < NW; ++m)
+                        acc[m][c] += T::dot(wv[u][m], sub, x, xd + xo, xs + xo);
+                }
+            }
+        }
+        if (ch0 + 32 * U < nch) qt_load<T, NW, U>(w, b0, ch0 + 32 * U, nch, sub, wv);
+    }
+}
+
+// dst [M, NC, B2, B3]; weight rows flat (row + (i2/r2)*M + (i3/r3)*M*A2); activation rows bz*NC + c
+template <typename T, int NC>
+static __global__ void __launch_bounds__(128)
+    k_qt_mmvq(const qregs w, const int8_t * __restrict__ xq, const float * __restrict__ xd, const int * __restrict__ xs,
+              float * __restrict__ dst, int K, int64_t M, int64_t A2, int64_t B2, int64_t r2, int64_t r3, cuda_shape ds,
+              int early) {
+    pdl_trigger();
+    const int lane = threadIdx.x % 32;
+    const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32, bz = blockIdx.y;
+    if (row >= M) return;
+    const int64_t i2 = bz % B2, i3 = bz / B2;
+    const int64_t ra = row + (i2 / r2) * M + (i3 / r3) * M * A2;
+    const int nbr = K / T::QK;
+    const qregs wr[1] = {w};
+    const int64_t b0[1] = {ra * nbr};
+    const int64_t x0 = bz * NC;
+    float acc[1][NC] = {};
+    qt_rows_dot<T, NC, 1>(wr, b0, nbr * T::CPB, xq + x0 * K, xd + x0 * (K / 32), xs + x0 * (K / 32), K, lane,
+                          early != 0, acc);
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+        const float v = warp_sum(acc[0][c]);
+        if (lane == 0) *(float *)((char *)dst + row * ds.nb[0] + c * ds.nb[1] + i2 * ds.nb[2] + i3 * ds.nb[3]) = v;
+    }
+}
+
+// fused group: block b (4 rows) belongs to weight m where blk[m] <= b < blk[m+1] (blk1, blk2 as in mmvq.cu)
+struct qt_group_args {
+    qregs w[MMV_GROUP_MAX];
+    float * dst[MMV_GROUP_MAX];
+    int64_t M[MMV_GROUP_MAX];
+    int64_t blk1, blk2;
+};
+
+template <typename T>
+static __global__ void __launch_bounds__(128)
+    k_qt_group(const qt_group_args g, const int8_t * __restrict__ xq, const float * __restrict__ xd,
+               const int * __restrict__ xs, int K) {
+    pdl_trigger();
+    const int lane = threadIdx.x % 32;
+    const int64_t b = blockIdx.x;
+    const int m = b >= g.blk2 ? 2 : b >= g.blk1 ? 1 : 0;
+    const int64_t bm0 = m == 2 ? g.blk2 : m == 1 ? g.blk1 : 0;
+    const int64_t M = m == 2 ? g.M[2] : m == 1 ? g.M[1] : g.M[0];
+    const int64_t row = (b - bm0) * 4 + threadIdx.x / 32;
+    if (row >= M) return;
+    const int nbr = K / T::QK;
+    const qregs wr[1] = {m == 2 ? g.w[2] : m == 1 ? g.w[1] : g.w[0]};
+    const int64_t b0[1] = {row * nbr};
+    float acc[1][1] = {};
+    qt_rows_dot<T, 1, 1>(wr, b0, nbr * T::CPB, xq, xd, xs, K, lane, true, acc);
+    const float v = warp_sum(acc[0][0]);
+    float * dst = m == 2 ? g.dst[2] : m == 1 ? g.dst[1] : g.dst[0];
+    if (lane == 0) dst[row] = v;
+}
+
+static __device__ __forceinline__ float qt_silu(float x) { return x / (1.0f + expf(-x)); } // as unary.cu
+
+// dst[row] = silu(gate . x) * (up . x): both rows in one warp, one activation load serves both
+template <typename T>
+static __global__ void __launch_bounds__(128)
+    k_qt_swiglu(const qregs gw, const qregs uw, const int8_t * __restrict__ xq, const float * __restrict__ xd,
+                const int * __restrict__ xs, float * __restrict__ dst, int K, int64_t M) {
+    pdl_trigger();
+    const int lane = threadIdx.x % 32;
+    const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32;
+    if (row >= M) return;
+    const int nbr = K / T::QK;
+    const qregs wr[2] = {gw, uw};
+    const int64_t b0[2] = {row * nbr, row * nbr};
+    float acc[2][1] = {};
+    qt_rows_dot<T, 1, 2>(wr, b0, nbr * T::CPB, xq, xd, xs, K, lane, true, acc);
+    const float g = warp_sum(acc[0][0]), u = warp_sum(acc[1][0]);
+    if (lane == 0) dst[row] = qt_silu(g) * u;
+}
+
+// one thread per 8 values -> one 16-byte store of f16
+template <typename T> static __global__ void k_qt_to_f16(const cuda_qptrs p, uint4 * __restrict__ dst, int64_t n8) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n8) return;
+    float y[8];
+    T::dq8(p, i / (T::QK / 8), (int)(i % (T::QK / 8)), y);
+    uint4 out;
+    half2 * h = (half2 *)&out;
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+        h[e] = __floats2half2_rn(y[2 * e], y[2 * e + 1]);
+    dst[i] = out;
+}
+
+// one block per output row (as getrows.cu); src contiguous: row (r, i2, i3) is flat row r + (i2 + i3*ne2)*ne1
+template <typename T>
+static __global__ void k_qt_get_rows(const cuda_qptrs p, int64_t nbr, const char * idx, char * dst, cuda_shape ss,
+                                     cuda_shape is, cuda_shape ds) {
+    pdl_start();
+    int64_t i10, i11, i12;
+    unravel_row(blockIdx.x, ds.ne[1], ds.ne[2], i10, i11, i12);
+    const int64_t row = *(const int32_t *)(idx + i10 * is.nb[0] + i11 * is.nb[1] + i12 * is.nb[2]);
+    const int64_t flat = row + ((i11 % ss.ne[2]) + (i12 % ss.ne[3]) * ss.ne[2]) * ss.ne[1];
+    char * dr = dst + i10 * ds.nb[1] + i11 * ds.nb[2] + i12 * ds.nb[3];
+    for (int64_t j8 = threadIdx.x; j8 < ds.ne[0] / 8; j8 += blockDim.x) {
+        float y[8];
+        T::dq8(p, flat * nbr + j8 / (T::QK / 8), (int)(j8 % (T::QK / 8)), y);
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+            *(float *)(dr + (8 * j8 + e) * ds.nb[0]) = y[e];
+    }
+}
+
+// ---- launchers ---------------------------------------------------------------------------------------------------
+template <typename T>
+static void qt_mmvq(ggml_cuda_context & ctx, const ggml_tensor * a, const void * w, bool early, const void * bq,
+                    const ggml_tensor * b, ggml_tensor * dst) {
+    const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1], B2 = b->ne[2], B3 = b->ne[3];
+    GGML_ASSERT(a->type == T::type && K % T::QK == 0 && K <= INT32_MAX && N >= 1 && N <= MMVQ_MAX_COLS);
+    GGML_ASSERT(b->ne[0] == K && B2 % a->ne[2] == 0 && B3 % a->ne[3] == 0);
+    if (M == 0 || B2 * B3 == 0) return;
+    const q8s_view x = q8s_view_of(const_cast<void *>(bq), ggml_nrows(b), K);
+    const qregs r = qt_regs_of(T::type, w, ggml_nelements(a) / T::QK);
+    const cuda_shape dsh = cuda_shape_of(dst);
+    const int64_t r2 = B2 / a->ne[2], r3 = B3 / a->ne[3];
+    const dim3 grid((unsigned)cuda_ceil_div(M, 4), (unsigned)(B2 * B3));
+    float * dp = (float *)dst->data;
+#define QT_MMVQ(n)                                                                                                     \
+    case n:                                                                                                            \
+        ggml_cuda_launch(ctx, k_qt_mmvq<T, n>, grid, dim3(128), 0, r, (const int8_t *)x.qs, (const float *)x.d,        \
+                         (const int *)x.s, dp, (int)K, M, a->ne[2], B2, r2, r3, dsh, early ? 1 : 0);                   \
+        break;
+    switch (N) {
+        QT_MMVQ(1)
+        QT_MMVQ(2)
+        QT_MMVQ(3)
+        QT_MMVQ(4)
+        QT_MMVQ(5)
+        QT_MMVQ(6)
+        QT_MMVQ(7)
+        QT_MMVQ(8)
+        default:
+            GGML_ABORT("mmvq %s: %lld columns", ggml_type_name(T::type), (long long)N);
+    }
+#undef QT_MMVQ
+}
+
+template <typename T>
+static void qt_group(ggml_cuda_context & ctx, const ggml_tensor * const * dsts, int n, const void * bq) {
+    GGML_ASSERT(n >= 1 && n <= MMV_GROUP_MAX);
+    const int64_t K = dsts[0]->src[0]->ne[0];
+    GGML_ASSERT(K % T::QK == 0 && K <= INT32_MAX);
+    qt_group_args g = {};
+    int64_t blk[MMV_GROUP_MAX + 1] = {0, 0, 0, 0};
+    for (int m = 0; m < MMV_GROUP_MAX; ++m) {
+        if (m < n) {
+            const ggml_tensor * a = dsts[m]->src[0];
+            GGML_ASSERT(a->type == T::type && ggml_cuda_kernel_layout(a) && a->ne[0] == K && ggml_nrows(a) == a->ne[1]);
+            GGML_ASSERT(dsts[m]->type == GGML_TYPE_F32 && ggml_nelements(dsts[m]) == a->ne[1]);
+            g.w[m] = qt_regs_of(T::type, a->data, ggml_nelements(a) / T::QK);
+            g.dst[m] = (float *)dsts[m]->data;
+            g.M[m] = a->ne[1];
+        }
+        blk[m + 1] = blk[m] + (m < n ? cuda_ceil_div(g.M[m], 4) : 0);
+    }
+    g.blk1 = blk[1];
+    g.blk2 = blk[2];
+    const int64_t nblk = blk[MMV_GROUP_MAX];
+    if (nblk == 0) return;
+    const q8s_view x = q8s_view_of(const_cast<void *>(bq), 1, K);
+    ggml_cuda_launch(ctx, k_qt_group<T>, dim3((unsigned)nblk), dim3(128), 0, g, (const int8_t *)x.qs,
+                     (const float *)x.d, (const int *)x.s, (int)K);
+}
+
+template <typename T>
+static void qt_swiglu(ggml_cuda_context & ctx, const ggml_tensor * gate_w, const ggml_tensor * up_w, const void * bq,
+                      float * dst) {
+    const int64_t K = gate_w->ne[0], M = gate_w->ne[1];
+    GGML_ASSERT(gate_w->type == T::type && up_w->type == T::type && K % T::QK == 0 && K <= INT32_MAX);
+    GGML_ASSERT(ggml_cuda_kernel_layout(gate_w) && ggml_cuda_kernel_layout(up_w));
+    GGML_ASSERT(up_w->ne[0] == K && up_w->ne[1] == M && ggml_nrows(gate_w) == M && ggml_nrows(up_w) == M);
+    if (M == 0) return;
+    const q8s_view x = q8s_view_of(const_cast<void *>(bq), 1, K);
+    ggml_cuda_launch(ctx, k_qt_swiglu<T>, dim3((unsigned)cuda_ceil_div(M, 4)), dim3(128), 0,
+                     qt_regs_of(T::type, gate_w->data, ggml_nelements(gate_w) / T::QK),
+                     qt_regs_of(T::type, up_w->data, ggml_nelements(up_w) / T::QK), (const int8_t *)x.qs,
+                     (const float *)x.d, (const int *)x.s, dst, (int)K, M);
+}
+
+template <typename T> static void qt_to_f16(ggml_cuda_context & ctx, const ggml_tensor * t, half * dst) {
+    GGML_ASSERT(t->type == T::type && ggml_is_contiguous(t));
+    const int64_t n8 = ggml_nelements(t) / 8;
+    if (n8 == 0) return;
+    k_qt_to_f16<T><<<(unsigned)cuda_ceil_div(n8, 256), 256, 0, ctx.stream>>>(ggml_cuda_qptrs_of(t), (uint4 *)dst, n8);
+    CUDA_CHECK_LAUNCH();
+}
+
+template <typename T> static void qt_get_rows(ggml_cuda_context & ctx, ggml_tensor * dst) {
+    const ggml_tensor * src = dst->src[0];
+    const ggml_tensor * idx = dst->src[1];
+    GGML_ASSERT(src->type == T::type && ggml_is_contiguous(src) && idx->type == GGML_TYPE_I32);
+    GGML_ASSERT(dst->type == GGML_TYPE_F32 && dst->ne[0] == src->ne[0]);
+    const int64_t rows = dst->ne[1] * dst->ne[2] * dst->ne[3];
+    if (rows == 0) return;
+    const int bs = src->ne[0] >= 2048 ? 256 : src->ne[0] >= 512 ? 64 : 32;
+    ggml_cuda_launch(ctx, k_qt_get_rows<T>, dim3((unsigned)rows), dim3(bs), 0, ggml_cuda_qptrs_of(src),
+                     (int64_t)(src->ne[0] / T::QK), (const char *)idx->data, (char *)dst->data, cuda_shape_of(src),
+                     cuda_shape_of(idx), cuda_shape_of(dst));
+}
+
+#define GGML_CUDA_QT_INSTANCE(T, name)                                                                                 \
+    extern const ggml_cuda_qt_fns ggml_cuda_qt_##name;                                                                 \
+    const ggml_cuda_qt_fns ggml_cuda_qt_##name = {T::type,      T::QK,        qt_mmvq<T>,    qt_group<T>,              \
+                                                  qt_swiglu<T>, qt_to_f16<T>, qt_get_rows<T>};
