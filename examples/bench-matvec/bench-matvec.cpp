@@ -1,20 +1,31 @@
-// bench-matvec - CPU mat-vec throughput (q8_0 and f16 weights) against this machine's memory
-// bandwidth. Prints a markdown table.
+// bench-matvec - CPU mat-vec throughput of any weight type against this machine's memory
+// bandwidth, and prompt-style mat-mat GFLOP/s. Prints markdown tables.
 //
-//   bench-matvec [--runs N] [--total-mb MB] [--threads 1,2]
+//   bench-matvec [--runs N] [--total-mb MB] [--threads 1,2] [--types q8_0,q4_0,q4_K,...]
+//                [--shapes 4096x4096,11008x4096 | tinyllama] [--matmat-n 64] [--no-bw]
+//
+// --types: f32, f16 and every quantized weight type (q4_0, q4_1, q5_0, q5_1, q8_0, q2_K .. q6_K);
+// the weights are random normal floats quantized with the type's reference from_float_ref (a type
+// whose traits are not implemented yet is reported and skipped). --shapes: M x K of the weight
+// matrix ([K, M] in ggml order); "tinyllama" = TinyLlama-1.1B's 2048x2048, 5632x2048, 2048x5632.
+// --matmat-n: N of the mat-mat run (M x K = the first shape; 0 skips it).
 //
 // Weights are read once per token in decode, so mat-vec is memory bound: the figure of merit is
 // GB/s of weight bytes read. Several weight copies are rotated through (total >= --total-mb,
 // default 3x the L3 size capped at 1536 MB) so that no run is served from cache. Each run is one
 // graph of mul_mat nodes (one per copy) computed with ggml_graph_compute_with_ctx; the median
 // run is reported. Memory bandwidth: a large memcpy (read + write bytes counted) and a read-only
-// sum reduction, on the same thread counts.
+// sum reduction (one stream, and 4 interleaved streams with software prefetch, as a 4-row tile
+// reads), on the same thread counts. The "read BW" column of the mat-vec table is the 4-stream read
+// measured in alternation with that row's runs (median): the shared machine's bandwidth drifts.
 #include "ggml.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -58,7 +69,7 @@ template <typename F> double run_threads(int nth, F fn) {
 }
 
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"  // GCC 12: _mm512_reduce_add_ps uses _mm512_undefined
+#pragma GCC diagnostic ignored "-Wuninitialized" // GCC 12: _mm512_reduce_add_ps uses _mm512_undefined
 #endif
 float sum_floats(const float * p, size_t n) {
 #if defined(__AVX512F__)
@@ -89,8 +100,30 @@ float sum_floats(const float * p, size_t n) {
 #endif
 }
 
+// Read-only sum over 4 interleaved streams (the 4 quarters of [p, p + n)) with software prefetch,
+// as a 4-row mat-vec tile reads its weights: more streams in flight than one sequential read.
+float sum_floats_4streams(const float * p, size_t n) {
+#if defined(__AVX512F__)
+    const size_t q = n / 4 / 64 * 64;
+    const float * s[4] = {p, p + q, p + 2 * q, p + 3 * q};
+    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (size_t i = 0; i < q; i += 32) {
+        for (int j = 0; j < 4; ++j) {
+            _mm_prefetch((const char *)(s[j] + i) + 512, _MM_HINT_T0);
+            a[j] = _mm512_add_ps(a[j], _mm512_add_ps(_mm512_load_ps(s[j] + i), _mm512_load_ps(s[j] + i + 16)));
+        }
+    }
+    float r = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])));
+    for (size_t i = 4 * q; i < n; ++i)
+        r += p[i];
+    return r;
+#else
+    return sum_floats(p, n);
+#endif
+}
+
 struct bw_result {
-    double copy_gbs, read_gbs;
+    double copy_gbs, read_gbs, read4_gbs;
 };
 
 bw_result measure_bandwidth(size_t bytes, int nth, int runs) {
@@ -99,7 +132,7 @@ bw_result measure_bandwidth(size_t bytes, int nth, int runs) {
     std::memset(a, 1, bytes);
     std::memset(b, 2, bytes);
     const size_t per = bytes / nth / 64 * 64;
-    std::vector<double> tc, tr;
+    std::vector<double> tc, tr, t4;
     std::atomic<float> sink{0};
     for (int r = 0; r < runs; ++r) {
         tc.push_back(run_threads(nth, [&](int i) { std::memcpy(b + i * per, a + i * per, per); }));
@@ -107,18 +140,88 @@ bw_result measure_bandwidth(size_t bytes, int nth, int runs) {
             const float s = sum_floats((const float *)(a + i * per), per / sizeof(float));
             sink.store(s, std::memory_order_relaxed);
         }));
+        t4.push_back(run_threads(nth, [&](int i) {
+            const float s = sum_floats_4streams((const float *)(a + i * per), per / sizeof(float));
+            sink.store(s, std::memory_order_relaxed);
+        }));
     }
     std::free(a);
     std::free(b);
-    return {2.0 * per * nth / median(tc) / 1e9, (double)per * nth / median(tr) / 1e9};
+    return {2.0 * per * nth / median(tc) / 1e9, (double)per * nth / median(tr) / 1e9,
+            (double)per * nth / median(t4) / 1e9};
 }
+
+// A buffer for read-bandwidth probes interleaved with the kernel runs (the machine is shared and
+// its bandwidth drifts: a ratio of medians taken in alternation is the fair comparison).
+struct bw_probe {
+    char * buf = nullptr;
+    size_t bytes = 0;
+    double read_gbs(int nth) const { // one 4-stream read of the buffer
+        const size_t per = bytes / nth / 64 * 64;
+        std::atomic<float> sink{0};
+        const double t = run_threads(nth, [&](int i) {
+            sink.store(sum_floats_4streams((const float *)(buf + i * per), per / sizeof(float)),
+                       std::memory_order_relaxed);
+        });
+        return (double)per * nth / t / 1e9;
+    }
+};
 
 struct mv_result {
     double ms, gbs, max_rel_err;
+    double read_gbs; // bw_probe median over runs alternating with the kernel's (0: no probe)
 };
 
+// The type the CPU mul_mat quantizes activations to for weights of `type` (the reference
+// below rounds x the same way): q8_1 for 32-blocks, q8_K for 256-blocks, none for f32/f16.
+ggml_type activation_type(ggml_type type) {
+    if (!ggml_is_quantized(type)) return GGML_TYPE_F32;
+    return ggml_blck_size(type) == 256 ? GGML_TYPE_Q8_K : GGML_TYPE_Q8_1;
+}
+
+// Whether the reference code can make weights of this type (and its activations).
+bool type_available(ggml_type type, std::string & why) {
+    const ggml_type_traits * t = ggml_get_type_traits(type);
+    if (!t->supported || !t->from_float_ref || !t->to_float) {
+        why = std::string(ggml_type_name(type)) + ": reference quantize/dequantize not implemented";
+        return false;
+    }
+    const ggml_type at = activation_type(type);
+    const ggml_type_traits * ta = ggml_get_type_traits(at);
+    if (at != GGML_TYPE_F32 && (!ta->supported || !ta->from_float_ref || !ta->to_float)) {
+        why = std::string(ggml_type_name(type)) + ": activation type " + ggml_type_name(at) + " not implemented";
+        return false;
+    }
+    return true;
+}
+
+// M x K random normal weights of `type` (rows of ggml_row_size(type, K) bytes), and the same
+// values dequantized.
+std::vector<uint8_t> make_weights(ggml_type type, int64_t M, int64_t K, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> wf(K * M);
+    for (auto & v : wf)
+        v = nd(rng);
+    std::vector<uint8_t> w(ggml_row_size(type, K) * M);
+    ggml_get_type_traits(type)->from_float_ref(wf.data(), w.data(), K * M);
+    return w;
+}
+
+// x rounded as the kernel sees it: quantized to the activation type and back.
+std::vector<float> round_activations(ggml_type type, const std::vector<float> & xf) {
+    const ggml_type at = activation_type(type);
+    if (at == GGML_TYPE_F32) return xf;
+    const int64_t K = (int64_t)xf.size();
+    std::vector<uint8_t> xq(ggml_row_size(at, K));
+    std::vector<float> xr(K);
+    ggml_get_type_traits(at)->from_float_ref(xf.data(), xq.data(), K);
+    ggml_get_type_traits(at)->to_float(xq.data(), xr.data(), K);
+    return xr;
+}
+
 // y = W x for `copies` copies of W [K, M] (ggml: a [K, M], b [K, 1]).
-mv_result bench_matvec(ggml_type type, int64_t M, int64_t K, int copies, int nth, int runs) {
+mv_result bench_matvec(ggml_type type, int64_t M, int64_t K, int copies, int nth, int runs, const bw_probe * probe) {
     const size_t wbytes = ggml_row_size(type, K) * M;
     ggml_context * ctx =
         ggml_init({ggml_tensor_overhead() * (3 * copies + 8) + ggml_graph_overhead_custom(4 * copies + 16) + (1 << 20),
@@ -130,12 +233,11 @@ mv_result bench_matvec(ggml_type type, int64_t M, int64_t K, int copies, int nth
         bufs.push_back(p);
         t->data = p;
     };
-    // one random f32 matrix, converted into every copy (copies differ only in address)
-    std::mt19937 rng(1);
+    // one random matrix, copied into every copy (copies differ only in address)
+    const std::vector<uint8_t> wq = make_weights(type, M, K, 1);
+    std::mt19937 rng(3);
     std::normal_distribution<float> nd(0.0f, 1.0f);
-    std::vector<float> wf(K * M), xf(K);
-    for (auto & v : wf)
-        v = nd(rng);
+    std::vector<float> xf(K);
     for (auto & v : xf)
         v = nd(rng);
 
@@ -147,29 +249,20 @@ mv_result bench_matvec(ggml_type type, int64_t M, int64_t K, int copies, int nth
     for (int c = 0; c < copies; ++c) {
         ggml_tensor * w = ggml_new_tensor_2d(ctx, type, K, M);
         alloc(w);
-        if (type == GGML_TYPE_Q8_0) {
-            quantize_row_q8_0_ref(wf.data(), (block_q8_0 *)w->data, K * M);
-        } else {
-            ggml_fp32_to_fp16_row(wf.data(), (ggml_fp16_t *)w->data, K * M);
-        }
+        GGML_ASSERT(ggml_nbytes(w) == wbytes);
+        std::memcpy(w->data, wq.data(), wbytes);
         ggml_tensor * y = ggml_mul_mat(ctx, w, x);
         alloc(y);
         outs.push_back(y);
         ggml_build_forward_expand(gf, y);
     }
-    // sanity: the first output vs a double loop over the stored weights
+    // sanity: sampled outputs vs a double loop over the dequantized weights and activations
     ggml_graph_compute_with_ctx(ctx, gf, nth);
     std::vector<float> wrow(K);
     double max_rel = 0;
-    std::vector<block_q8_1> xq(K / 32 + 1);
-    std::vector<float> xr(xf);
-    if (type == GGML_TYPE_Q8_0) { // the kernel quantizes x to q8_1
-        quantize_row_q8_1_ref(xf.data(), xq.data(), K);
-        dequantize_row_q8_1(xq.data(), xr.data(), K);
-    }
+    const std::vector<float> xr = round_activations(type, xf);
     for (int64_t m = 0; m < M; m += 97) {
-        const char * row = (const char *)outs[0]->src[0]->data + m * outs[0]->src[0]->nb[1];
-        ggml_get_type_traits(type)->to_float(row, wrow.data(), K);
+        ggml_get_type_traits(type)->to_float(wq.data() + m * ggml_row_size(type, K), wrow.data(), K);
         double ref = 0, mag = 0;
         for (int64_t k = 0; k < K; ++k) {
             ref += (double)wrow[k] * xr[k];
@@ -179,17 +272,18 @@ mv_result bench_matvec(ggml_type type, int64_t M, int64_t K, int copies, int nth
             max_rel = std::max(max_rel, std::fabs(((float *)outs[c]->data)[m] - ref) / mag);
         }
     }
-    std::vector<double> t;
+    std::vector<double> t, bw;
     for (int r = 0; r < runs; ++r) {
         const double t0 = now_s();
         ggml_graph_compute_with_ctx(ctx, gf, nth);
         t.push_back(now_s() - t0);
+        if (probe) bw.push_back(probe->read_gbs(nth));
     }
     const double tm = median(t);
     for (void * p : bufs)
         std::free(p);
     ggml_free(ctx);
-    return {tm / copies * 1e3, (double)wbytes * copies / tm / 1e9, max_rel};
+    return {tm / copies * 1e3, (double)wbytes * copies / tm / 1e9, max_rel, bw.empty() ? 0.0 : median(bw)};
 }
 
 // Prompt-style mat-mat: W [K, M] x X [K, N] (N tokens); returns GFLOP/s (2*M*N*K per run).
@@ -198,17 +292,12 @@ double bench_matmat(ggml_type type, int64_t M, int64_t K, int64_t N, int nth, in
     ggml_context * ctx = ggml_init(ip);
     ggml_tensor * w = ggml_new_tensor_2d(ctx, type, K, M);
     ggml_tensor * x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, N);
-    std::mt19937 rng(2);
+    const std::vector<uint8_t> wq = make_weights(type, M, K, 2);
+    std::memcpy(w->data, wq.data(), wq.size());
+    std::mt19937 rng(4);
     std::normal_distribution<float> nd(0.0f, 1.0f);
-    std::vector<float> wf(K * M);
-    for (auto & v : wf)
-        v = nd(rng);
     for (int64_t i = 0; i < K * N; ++i)
         ((float *)x->data)[i] = nd(rng);
-    if (type == GGML_TYPE_Q8_0)
-        quantize_row_q8_0_ref(wf.data(), (block_q8_0 *)w->data, K * M);
-    else
-        ggml_fp32_to_fp16_row(wf.data(), (ggml_fp16_t *)w->data, K * M);
     ggml_tensor * y = ggml_mul_mat(ctx, w, x);
     ggml_cgraph * gf = ggml_new_graph(ctx);
     ggml_build_forward_expand(gf, y);
@@ -223,31 +312,90 @@ double bench_matmat(ggml_type type, int64_t M, int64_t K, int64_t N, int nth, in
     return 2.0 * M * N * K / median(t) / 1e9;
 }
 
+// "a,b,c" -> {"a", "b", "c"}
+std::vector<std::string> split_list(const std::string & s) {
+    std::vector<std::string> out;
+    size_t p = 0;
+    while (p <= s.size()) {
+        const size_t q = std::min(s.find(',', p), s.size());
+        if (q > p) out.push_back(s.substr(p, q - p));
+        p = q + 1;
+    }
+    return out;
+}
+
+bool parse_type(const std::string & name, ggml_type & type) {
+    for (int t = 0; t < GGML_TYPE_COUNT; ++t) {
+        if (name == ggml_type_name((ggml_type)t)) {
+            type = (ggml_type)t;
+            return true;
+        }
+    }
+    return false;
+}
+
 } // namespace
 
 int main(int argc, char ** argv) {
     int runs = 9;
     long total_mb = -1;
+    int64_t matmat_n = 64;
+    bool do_bw = true;
     std::vector<int> threads = {1, 2};
+    std::vector<ggml_type> types = {GGML_TYPE_Q8_0, GGML_TYPE_F16};
+    std::vector<std::array<int64_t, 2>> shapes = {{4096, 4096}, {11008, 4096}}; // M x K
+    auto usage = [&]() {
+        fprintf(stderr,
+                "usage: %s [--runs N] [--total-mb MB] [--threads 1,2] [--types q8_0,q4_0,...]\n"
+                "          [--shapes MxK,... | tinyllama] [--matmat-n N (0: skip)] [--no-bw]\n",
+                argv[0]);
+        return 1;
+    };
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--runs" && i + 1 < argc) {
+        const bool has_val = i + 1 < argc;
+        if (a == "--runs" && has_val) {
             runs = std::max(1, std::atoi(argv[++i]));
-        } else if (a == "--total-mb" && i + 1 < argc) {
+        } else if (a == "--total-mb" && has_val) {
             total_mb = std::atol(argv[++i]);
-        } else if (a == "--threads" && i + 1 < argc) {
+        } else if (a == "--threads" && has_val) {
             threads.clear();
-            for (const char * s = argv[++i]; *s;) {
-                threads.push_back(std::max(1, std::atoi(s)));
-                while (*s && *s != ',')
-                    ++s;
-                if (*s == ',') ++s;
+            for (const std::string & t : split_list(argv[++i]))
+                threads.push_back(std::max(1, std::atoi(t.c_str())));
+        } else if (a == "--types" && has_val) {
+            types.clear();
+            for (const std::string & t : split_list(argv[++i])) {
+                ggml_type type;
+                if (!parse_type(t, type)) {
+                    fprintf(stderr, "%s: unknown type '%s'\n", argv[0], t.c_str());
+                    return 1;
+                }
+                types.push_back(type);
             }
+        } else if (a == "--shapes" && has_val) {
+            shapes.clear();
+            const std::string v = argv[++i];
+            if (v == "tinyllama") {
+                shapes = {{2048, 2048}, {5632, 2048}, {2048, 5632}};
+            } else {
+                for (const std::string & t : split_list(v)) {
+                    long long m = 0, k = 0;
+                    if (sscanf(t.c_str(), "%lldx%lld", &m, &k) != 2 || m <= 0 || k <= 0) {
+                        fprintf(stderr, "%s: bad shape '%s' (want MxK)\n", argv[0], t.c_str());
+                        return 1;
+                    }
+                    shapes.push_back({m, k});
+                }
+            }
+        } else if (a == "--matmat-n" && has_val) {
+            matmat_n = std::max(0, std::atoi(argv[++i]));
+        } else if (a == "--no-bw") {
+            do_bw = false;
         } else {
-            fprintf(stderr, "usage: %s [--runs N] [--total-mb MB] [--threads 1,2]\n", argv[0]);
-            return 1;
+            return usage();
         }
     }
+    if (threads.empty() || types.empty() || shapes.empty()) return usage();
     long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
     if (l3 <= 0) l3 = 32l << 20;
     if (total_mb < 0) total_mb = std::min(3 * l3 / (1 << 20), 1536l);
@@ -255,40 +403,66 @@ int main(int argc, char ** argv) {
 
     const size_t bw_bytes =
         std::max<size_t>(size_t(total_mb) << 19, size_t(256) << 20); // half the rotation, >= 256 MiB
-    printf("| memory bandwidth | threads | GB/s |\n|---|---|---|\n");
-    std::vector<double> read_bw(8, 0);
-    for (int nth : threads) {
-        const bw_result bw = measure_bandwidth(bw_bytes, nth, std::max(3, runs / 2));
-        if (nth < 8) read_bw[nth] = bw.read_gbs;
-        printf("| memcpy %zu MiB (read + write counted) | %d | %.1f |\n", bw_bytes >> 20, nth, bw.copy_gbs);
-        printf("| sum reduction %zu MiB (read only) | %d | %.1f |\n", bw_bytes >> 20, nth, bw.read_gbs);
+    bw_probe probe;
+    if (do_bw) {
+        probe.bytes = bw_bytes;
+        probe.buf = (char *)std::aligned_alloc(64, bw_bytes);
+        GGML_ASSERT(probe.buf);
+        std::memset(probe.buf, 1, bw_bytes);
+        printf("| memory bandwidth | threads | GB/s |\n|---|---|---|\n");
+        for (int nth : threads) {
+            const bw_result bw = measure_bandwidth(bw_bytes, nth, std::max(3, runs / 2));
+            printf("| memcpy %zu MiB (read + write counted) | %d | %.1f |\n", bw_bytes >> 20, nth, bw.copy_gbs);
+            printf("| sum reduction %zu MiB (read only) | %d | %.1f |\n", bw_bytes >> 20, nth, bw.read_gbs);
+            printf("| sum reduction, 4 streams + prefetch (read only) | %d | %.1f |\n", nth, bw.read4_gbs);
+        }
+        fflush(stdout);
     }
-    fflush(stdout);
 
-    printf("\n| weights | M x K | threads | copies | ms / mat-vec | GB/s (weights) | %% of read BW | max rel err |\n");
-    printf("|---|---|---|---|---|---|---|---|\n");
-    const int64_t shapes[2][2] = {{4096, 4096}, {11008, 4096}};
-    for (ggml_type type : {GGML_TYPE_Q8_0, GGML_TYPE_F16}) {
+    std::vector<ggml_type> ok_types;
+    for (ggml_type type : types) {
+        std::string why;
+        if (type_available(type, why))
+            ok_types.push_back(type);
+        else
+            printf("\nskipped %s\n", why.c_str());
+    }
+
+    printf(
+        "\n| weights | M x K | threads | copies | ms / mat-vec | GB/s (weights) | read BW (GB/s) | %% of read BW | max "
+        "rel err |\n");
+    printf("|---|---|---|---|---|---|---|---|---|\n");
+    for (ggml_type type : ok_types) {
         for (const auto & s : shapes) {
+            if (s[1] % ggml_blck_size(type) != 0) {
+                printf("| %s | %lld x %lld | - | - | - | - | - | - | K not a multiple of %lld |\n",
+                       ggml_type_name(type), (long long)s[0], (long long)s[1], (long long)ggml_blck_size(type));
+                continue;
+            }
             const size_t wbytes = ggml_row_size(type, s[1]) * s[0];
             const int copies = (int)std::max<int64_t>(2, (int64_t)((total_mb << 20) + wbytes - 1) / (int64_t)wbytes);
             for (int nth : threads) {
-                const mv_result r = bench_matvec(type, s[0], s[1], copies, nth, runs);
-                const double pct = nth < 8 && read_bw[nth] > 0 ? 100.0 * r.gbs / read_bw[nth] : 0.0;
-                printf("| %s | %lld x %lld | %d | %d | %.3f | %.1f | %.0f%% | %.1e |\n", ggml_type_name(type),
-                       (long long)s[0], (long long)s[1], nth, copies, r.ms, r.gbs, pct, r.max_rel_err);
+                const mv_result r = bench_matvec(type, s[0], s[1], copies, nth, runs, do_bw ? &probe : nullptr);
+                const double pct = r.read_gbs > 0 ? 100.0 * r.gbs / r.read_gbs : 0.0;
+                printf("| %s | %lld x %lld | %d | %d | %.3f | %.1f | %.1f | %.0f%% | %.1e |\n", ggml_type_name(type),
+                       (long long)s[0], (long long)s[1], nth, copies, r.ms, r.gbs, r.read_gbs, pct, r.max_rel_err);
                 fflush(stdout);
             }
         }
     }
 
-    printf("\n| prompt mat-mat | M x K x N | threads | GFLOP/s |\n|---|---|---|---|\n");
-    for (ggml_type type : {GGML_TYPE_Q8_0, GGML_TYPE_F16}) {
-        for (int nth : threads) {
-            printf("| %s | 4096 x 4096 x 64 | %d | %.1f |\n", ggml_type_name(type), nth,
-                   bench_matmat(type, 4096, 4096, 64, nth, std::max(3, runs / 3)));
-            fflush(stdout);
+    if (matmat_n > 0) {
+        const int64_t M = shapes[0][0], K = shapes[0][1];
+        printf("\n| prompt mat-mat | M x K x N | threads | GFLOP/s |\n|---|---|---|---|\n");
+        for (ggml_type type : ok_types) {
+            if (K % ggml_blck_size(type) != 0) continue;
+            for (int nth : threads) {
+                printf("| %s | %lld x %lld x %lld | %d | %.1f |\n", ggml_type_name(type), (long long)M, (long long)K,
+                       (long long)matmat_n, nth, bench_matmat(type, M, K, matmat_n, nth, std::max(3, runs / 3)));
+                fflush(stdout);
+            }
         }
     }
+    std::free(probe.buf);
     return 0;
 }

@@ -200,7 +200,7 @@ AMX_TARGET void block_kernel(const char * x, size_t bx, int64_t nb, const float 
                              float (*acc)[16][16]) {
     alignas(64) int32_t cb[2][4][16][16];
     std::memset(acc, 0, 4 * sizeof(acc[0]));
-    auto tiles = [&](int64_t ib, int32_t(*c)[16][16]) {
+    auto tiles = [&](int64_t ib, int32_t(*c)[16][16]) AMX_TARGET {
         const char * xa = x + ib * sizeof(block_q8_0) + 2;
         _tile_loadd(4, xa, bx);
         if constexpr (NA == 2) _tile_loadd(5, xa + 16 * bx, bx);
@@ -225,7 +225,7 @@ AMX_TARGET void block_kernel(const char * x, size_t bx, int64_t nb, const float 
         if constexpr (NA == 2) _tile_stored(2, c[2], 64);
         if constexpr (NA == 2 && NB == 2) _tile_stored(3, c[3], 64);
     };
-    auto scale = [&](int64_t ib, const int32_t(*c)[16][16]) {
+    auto scale = [&](int64_t ib, const int32_t(*c)[16][16]) AMX_TARGET {
         const float * dx = dxf + ib * 32;
         const __m512 dy0 = _mm512_loadu_ps(pg[0][ib].d);
         scale_add(c[0], dx, dy0, acc[0]);

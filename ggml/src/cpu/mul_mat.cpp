@@ -146,7 +146,10 @@ void ggml_cpu_op_mul_mat(const ggml_cpu_params & p, ggml_tensor * dst) {
     }
 
     const int64_t r2 = B2 / A2, r3 = B3 / A3;
-    ggml_cpu_units units(p, n_units, n_units / (16 * p.nth));
+    // Decode (N = 1) streams weights: larger steps keep each thread on long runs of consecutive rows,
+    // so the kernels' rows-ahead prefetch stays inside the thread's own rows (measured: 2-thread q4_0
+    // mat-vec 40-54 -> 53-60 GB/s, docs/cpu-notes.md).
+    ggml_cpu_units units(p, n_units, n_units / ((N == 1 ? 4 : 16) * p.nth));
     for (int64_t u0, u1; units.next(u0, u1);)
         for (int64_t u = u0; u < u1; ++u) {
             const int64_t irb = u % nrb, icb = (u / nrb) % ncb, batch = u / (nrb * ncb);

@@ -46,6 +46,14 @@ const char * ggml_cpu_simd_name() {
 
 static inline float fp16(ggml_fp16_t h) { return ggml_compute_fp16_to_fp32(h); }
 
+// Software prefetch for the streaming dots: while a tile reads rows r..r+R-1 at some column, it
+// prefetches the same column of the rows GGML_PREFETCH_ROWS further (two 4-row tiles ahead in
+// mul_mat's row loop), so each cache line is requested once and well ahead (as vec_dot_q4_q5.cpp;
+// measurements in docs/cpu-notes.md). 0: off.
+#ifndef GGML_PREFETCH_ROWS
+#define GGML_PREFETCH_ROWS 8
+#endif
+
 #if defined(__AVX2__)
 static inline float hsum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -119,8 +127,14 @@ static void tile_dot_float(int64_t n, const void * vx, size_t bx, const void * v
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
         __m512 xv[R];
-        for (int r = 0; r < R; ++r)
+        for (int r = 0; r < R; ++r) {
+#if GGML_PREFETCH_ROWS > 0
+            if (C == 1 && (i * sizeof(TX)) % 64 == 0) { // streaming weights (decode): one prefetch per line
+                _mm_prefetch((const char *)(x[r] + i) + GGML_PREFETCH_ROWS * bx, _MM_HINT_T0);
+            }
+#endif
             xv[r] = load16(x[r] + i);
+        }
         for (int c = 0; c < C; ++c) {
             const __m512 yv = load16(y[c] + i);
             for (int r = 0; r < R; ++r)
@@ -221,10 +235,6 @@ static inline __m512 scales2(ggml_fp16_t d0, ggml_fp16_t d1) { // 8 x d0, 8 x d1
     return _mm512_cvtph_ps(h);
 }
 
-// Software prefetch distance (bytes ahead in each weight row) for the streaming int8 dots.
-#ifndef GGML_Q8_PREFETCH
-#define GGML_Q8_PREFETCH 512
-#endif
 
 template <int R, int C>
 static void tile_dot_q8(int64_t n, const void * vx, size_t bx, const void * vy, size_t by, float * s, size_t bs_r,
@@ -248,8 +258,9 @@ static void tile_dot_q8(int64_t n, const void * vx, size_t bx, const void * vy, 
         __m512i xu[R];
         __m512 dx[R];
         for (int r = 0; r < R; ++r) {
-#if GGML_Q8_PREFETCH > 0
-            _mm_prefetch((const char *)(x[r] + ib) + GGML_Q8_PREFETCH, _MM_HINT_T0);
+#if GGML_PREFETCH_ROWS > 0
+            _mm_prefetch((const char *)(x[r] + ib) + GGML_PREFETCH_ROWS * bx, _MM_HINT_T0);
+            _mm_prefetch((const char *)(x[r] + ib) + GGML_PREFETCH_ROWS * bx + 63, _MM_HINT_T0);
 #endif
             const __m512i xv = two ? load_qs2(x[r] + ib) : load_qs1(x[r] + ib);
             xu[r] = _mm512_xor_si512(xv, bias); // x + 128 as u8
