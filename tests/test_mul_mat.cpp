@@ -43,10 +43,25 @@ int check_mul_mat(const ggml_tensor * out, const ggml_tensor * a, const ggml_ten
     std::vector<float> bf(K);
     std::vector<block_q8_1> bq(K / 32 + 1);
     std::vector<block_q8_K> bk(K / QK_K + 1);
-    // weights dequantized once per row (the K-quants' blocks are too large to decode per element)
-    std::vector<double> arow(K);
+    // the weight matrix of each batch read once: amat[m * K + k] (quantized blocks are decoded by
+    // rd() one block per element, too slow to repeat per column)
+    std::vector<double> amat(M * K);
     for (int64_t i3 = 0; i3 < B3; ++i3)
-        for (int64_t i2 = 0; i2 < B2; ++i2)
+        for (int64_t i2 = 0; i2 < B2; ++i2) {
+            if (!a_orig) {
+                std::vector<float> row(K);
+                for (int64_t m = 0; m < M; ++m) {
+                    const char * ra = (const char *)a->data + m * a->nb[1] + (i2 / r2) * a->nb[2] + (i3 / r3) * a->nb[3];
+                    if (ggml_is_quantized(a->type) && a->nb[0] == ggml_type_size(a->type)) {
+                        ggml_get_type_traits(a->type)->to_float(ra, row.data(), K); // whole row at once
+                        for (int64_t k = 0; k < K; ++k)
+                            amat[m * K + k] = row[k];
+                    } else {
+                        for (int64_t k = 0; k < K; ++k)
+                            amat[m * K + k] = rd(a, k, m, i2 / r2, i3 / r3);
+                    }
+                }
+            }
             for (int64_t n = 0; n < N; ++n) {
                 for (int64_t k = 0; k < K; ++k)
                     bf[k] = (float)rd(b, k, n, i2, i3);
@@ -62,12 +77,10 @@ int check_mul_mat(const ggml_tensor * out, const ggml_tensor * a, const ggml_ten
                 }
                 for (int64_t m = 0; m < M; ++m) {
                     double ref = 0, mag = 0;
-                    for (int64_t k = 0; k < K; ++k)
-                        arow[k] = rd(a, k, m, i2 / r2, i3 / r3);
                     for (int64_t k = 0; k < K; ++k) {
                         // a_orig: the f32 values before quantization (contiguous a only)
                         const double av = a_orig ? (*a_orig)[((i3 / r3 * a->ne[2] + i2 / r2) * M + m) * K + k]
-                                                 : arow[k];
+                                                 : amat[m * K + k];
                         ref += av * bcol[k];
                         mag += std::fabs(av * bcol[k]);
                     }
@@ -81,6 +94,7 @@ int check_mul_mat(const ggml_tensor * out, const ggml_tensor * a, const ggml_ten
                     }
                 }
             }
+        }
     return bad;
 }
 

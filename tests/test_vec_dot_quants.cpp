@@ -123,8 +123,8 @@ TEST_CASE("tile dots of quantized weights: every R x C tile vs float64 and vs ti
             if (n % blk != 0) continue;
             std::mt19937 rng((uint32_t)(1000 * dc.type + n));
             // rows wider than the data and of odd length
-            const size_t bx = ggml_row_size(dc.type, n) + 2 * ggml_type_size(dc.type) + 7;
-            const size_t by = ggml_row_size(yt, n) + ggml_type_size(yt) + 13;
+            const size_t bx = ggml_row_size(dc.type, n) + 2 * ggml_type_size(dc.type) + 8; // blocks stay 4-byte aligned
+            const size_t by = ggml_row_size(yt, n) + ggml_type_size(yt) + 12;
             std::vector<double> xd, yd;
             const std::vector<uint8_t> xb = make_rows(dc.type, false, TR, n, bx, rng, xd);
             const std::vector<uint8_t> yb = make_rows(yt, true, TC, n, by, rng, yd);
