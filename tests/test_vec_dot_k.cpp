@@ -35,28 +35,49 @@ template <typename B, void (*D)(const B *, float *, int64_t)> void dequantize_as
 
 const std::vector<ktype> & ktypes() {
     static const std::vector<ktype> t = {
-        {GGML_TYPE_Q2_K, sizeof(block_q2_K), quantize_as<block_q2_K, quantize_row_q2_K_ref>,
-         dequantize_as<block_q2_K, dequantize_row_q2_K>, {offsetof(block_q2_K, d), offsetof(block_q2_K, dmin)}},
-        {GGML_TYPE_Q3_K, sizeof(block_q3_K), quantize_as<block_q3_K, quantize_row_q3_K_ref>,
-         dequantize_as<block_q3_K, dequantize_row_q3_K>, {offsetof(block_q3_K, d)}},
-        {GGML_TYPE_Q4_K, sizeof(block_q4_K), quantize_as<block_q4_K, quantize_row_q4_K_ref>,
-         dequantize_as<block_q4_K, dequantize_row_q4_K>, {offsetof(block_q4_K, d), offsetof(block_q4_K, dmin)}},
-        {GGML_TYPE_Q5_K, sizeof(block_q5_K), quantize_as<block_q5_K, quantize_row_q5_K_ref>,
-         dequantize_as<block_q5_K, dequantize_row_q5_K>, {offsetof(block_q5_K, d), offsetof(block_q5_K, dmin)}},
-        {GGML_TYPE_Q6_K, sizeof(block_q6_K), quantize_as<block_q6_K, quantize_row_q6_K_ref>,
-         dequantize_as<block_q6_K, dequantize_row_q6_K>, {offsetof(block_q6_K, d)}},
+        {GGML_TYPE_Q2_K,
+         sizeof(block_q2_K),
+         quantize_as<block_q2_K, quantize_row_q2_K_ref>,
+         dequantize_as<block_q2_K, dequantize_row_q2_K>,
+         {offsetof(block_q2_K, d), offsetof(block_q2_K, dmin)}},
+        {GGML_TYPE_Q3_K,
+         sizeof(block_q3_K),
+         quantize_as<block_q3_K, quantize_row_q3_K_ref>,
+         dequantize_as<block_q3_K, dequantize_row_q3_K>,
+         {offsetof(block_q3_K, d)}},
+        {GGML_TYPE_Q4_K,
+         sizeof(block_q4_K),
+         quantize_as<block_q4_K, quantize_row_q4_K_ref>,
+         dequantize_as<block_q4_K, dequantize_row_q4_K>,
+         {offsetof(block_q4_K, d), offsetof(block_q4_K, dmin)}},
+        {GGML_TYPE_Q5_K,
+         sizeof(block_q5_K),
+         quantize_as<block_q5_K, quantize_row_q5_K_ref>,
+         dequantize_as<block_q5_K, dequantize_row_q5_K>,
+         {offsetof(block_q5_K, d), offsetof(block_q5_K, dmin)}},
+        {GGML_TYPE_Q6_K,
+         sizeof(block_q6_K),
+         quantize_as<block_q6_K, quantize_row_q6_K_ref>,
+         dequantize_as<block_q6_K, dequantize_row_q6_K>,
+         {offsetof(block_q6_K, d)}},
     };
     return t;
 }
 
 const char * type_name(ggml_type t) {
     switch (t) {
-        case GGML_TYPE_Q2_K: return "q2_K";
-        case GGML_TYPE_Q3_K: return "q3_K";
-        case GGML_TYPE_Q4_K: return "q4_K";
-        case GGML_TYPE_Q5_K: return "q5_K";
-        case GGML_TYPE_Q6_K: return "q6_K";
-        default: return "?";
+        case GGML_TYPE_Q2_K:
+            return "q2_K";
+        case GGML_TYPE_Q3_K:
+            return "q3_K";
+        case GGML_TYPE_Q4_K:
+            return "q4_K";
+        case GGML_TYPE_Q5_K:
+            return "q5_K";
+        case GGML_TYPE_Q6_K:
+            return "q6_K";
+        default:
+            return "?";
     }
 }
 
@@ -94,10 +115,18 @@ void make_act(int64_t n, int kind, std::mt19937 & rng, block_q8_K * dst) {
     std::vector<float> x(n);
     for (int64_t i = 0; i < n; ++i) {
         switch (kind) {
-            case 0: x[i] = nd(rng); break;
-            case 1: x[i] = nd(rng) * std::exp(2.0f * nd(rng)); break;
-            case 2: x[i] = nd(rng) < 0 ? -3.0f : 3.0f; break;
-            default: x[i] = 0.0f; break;
+            case 0:
+                x[i] = nd(rng);
+                break;
+            case 1:
+                x[i] = nd(rng) * std::exp(2.0f * nd(rng));
+                break;
+            case 2:
+                x[i] = nd(rng) < 0 ? -3.0f : 3.0f;
+                break;
+            default:
+                x[i] = 0.0f;
+                break;
         }
     }
     quantize_row_q8_K_ref(x.data(), dst, n);
@@ -129,8 +158,8 @@ TEST_CASE("K-quant tiles: every R x C against a double dot of the dequantized op
         for (int64_t n : {256, 512, 2048, 5632}) {
             const int64_t nb = n / QK_K;
             const size_t row = nb * kt.block_bytes;
-            const size_t bx = row + 38;                            // rows apart by more than a row
-            const size_t by = nb * sizeof(block_q8_K) + 7 * 4;     // q8_K rows too
+            const size_t bx = row + 38;                        // rows apart by more than a row
+            const size_t by = nb * sizeof(block_q8_K) + 7 * 4; // q8_K rows too
             for (int mode = 0; mode < 3; ++mode) {
                 std::vector<uint8_t> xs(4 * bx, 0xA5), ys(4 * by, 0x5A);
                 for (int r = 0; r < 4; ++r)
@@ -143,7 +172,8 @@ TEST_CASE("K-quant tiles: every R x C against a double dot of the dequantized op
                 double ref[4][4], mag[4][4];
                 for (int r = 0; r < 4; ++r)
                     for (int c = 0; c < 4; ++c)
-                        ref_dot(kt, n, xs.data() + r * bx, (const block_q8_K *)(ys.data() + c * by), ref[r][c], mag[r][c]);
+                        ref_dot(kt, n, xs.data() + r * bx, (const block_q8_K *)(ys.data() + c * by), ref[r][c],
+                                mag[r][c]);
                 for (int R = 1; R <= 4; ++R)
                     for (int C = 1; C <= 4; ++C)
                         for (int layout = 0; layout < 2; ++layout) {
@@ -228,7 +258,7 @@ TEST_CASE("quantize_row_q8_K is bit-identical to quantize_row_q8_K_ref") {
     block([](int) { return -0.0f; });
     block([&](int i) { return i == 77 ? -2.5f : 0.0f; });
     block([&](int i) { return i == 200 ? 1e-3f : 0.0f; });
-    block([](int i) { return i % 2 ? 3.0f : -3.0f; });                   // ties of |x|: the first wins
+    block([](int i) { return i % 2 ? 3.0f : -3.0f; });                    // ties of |x|: the first wins
     block([](int i) { return i == 5 ? -5.0f : i == 100 ? 5.0f : 1.0f; }); // -5 first
     block([](int i) { return i == 5 ? 5.0f : i == 100 ? -5.0f : -1.0f; });
     block([&](int i) { return i == 0 ? -127.0f : 0.5f * (float)(pick(rng) - 128); }); // iscale 1: exact .5 ties

@@ -15,7 +15,6 @@
 // scales cost nothing per element. A tile of R weight rows x C activation columns unpacks each
 // row's quants once per 64 weights and loads each activation chunk once for all R rows.
 #include "cpu/quants.h"
-
 #include "ggml-impl.h"
 
 #include <cmath>
@@ -41,9 +40,8 @@
 namespace {
 
 template <int N, typename F> inline void static_for(F && f) {
-    [&]<int... I>(std::integer_sequence<int, I...>) {
-        (f(std::integral_constant<int, I>{}), ...);
-    }(std::make_integer_sequence<int, N>{});
+    [&]<int... I>(std::integer_sequence<int, I...>) { (f(std::integral_constant<int, I>{}), ...); }
+    (std::make_integer_sequence<int, N>{});
 }
 
 inline float fp16(ggml_fp16_t h) {
@@ -249,12 +247,16 @@ template <int S> inline __m256i bits(__m256i v, int mask) {
 }
 
 // The unsigned quants of weights 32c .. 32c + 31.
-template <int c> inline __m256i quant_chunk(const block_q2_K & b) { return bits<2 * (c % 4)>(load256(b.qs + 32 * (c / 4)), 3); }
+template <int c> inline __m256i quant_chunk(const block_q2_K & b) {
+    return bits<2 * (c % 4)>(load256(b.qs + 32 * (c / 4)), 3);
+}
 template <int c> inline __m256i quant_chunk(const block_q3_K & b) {
     constexpr int j = c % 4, hb = 4 * (c / 4) + j;
     return _mm256_or_si256(bits<2 * j>(load256(b.qs + 32 * (c / 4)), 3), bits<hb - 2>(load256(b.hmask), 4));
 }
-template <int c> inline __m256i quant_chunk(const block_q4_K & b) { return bits<4 * (c % 2)>(load256(b.qs + 32 * (c / 2)), 0xF); }
+template <int c> inline __m256i quant_chunk(const block_q4_K & b) {
+    return bits<4 * (c % 2)>(load256(b.qs + 32 * (c / 2)), 0xF);
+}
 template <int c> inline __m256i quant_chunk(const block_q5_K & b) {
     return _mm256_or_si256(bits<4 * (c % 2)>(load256(b.qs + 32 * (c / 2)), 0xF), bits<c - 4>(load256(b.qh), 0x10));
 }
@@ -452,7 +454,8 @@ template <int (*G)(int, int)> constexpr scale_idx4 make_scale_idx4() {
 inline rows4 prep_k4(const void * b0, const void * b1, const void * b2, const void * b3) {
     const __m512i hdr = load4x128(b0, b1, b2, b3); // per lane: d, dmin, s[0..11]
     rows4 rs;
-    rs.ds = _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), hdr)));
+    rs.ds = _mm256_cvtph_ps(_mm512_castsi512_si128(
+        _mm512_permutexvar_epi32(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), hdr)));
     // u[j], j < 8: scale j; u[8 + j]: min j. byte i of s = hdr[4 + i].
     // j < 4: s[j] & 63, s[j+4] & 63; j >= 4: s[j+4] & 15 | (s[j-4] >> 6) << 4, s[j+4] >> 4 | (s[j] >> 6) << 4
     const __m512i a = _mm512_srlv_epi16(
@@ -460,7 +463,8 @@ inline rows4 prep_k4(const void * b0, const void * b1, const void * b2, const vo
         lanes(_mm_setr_epi16(0, 0, 0, 0, 0, 0, 4, 4)));
     const __m512i hb = _mm512_and_si512(
         _mm512_srli_epi16(
-            _mm512_shuffle_epi8(hdr, lanes(_mm_setr_epi8(-1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, 8, 9, 10, 11))), 2),
+            _mm512_shuffle_epi8(hdr, lanes(_mm_setr_epi8(-1, -1, -1, -1, 4, 5, 6, 7, -1, -1, -1, -1, 8, 9, 10, 11))),
+            2),
         lanes(_mm_setr_epi8(0, 0, 0, 0, 0x30, 0x30, 0x30, 0x30, 0, 0, 0, 0, 0x30, 0x30, 0x30, 0x30)));
     const __m512i u =
         and_or(a, lanes(_mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 15, 15, 15, 15)), hb);
@@ -516,17 +520,19 @@ struct k_q3 {
     static rows4 prep4(const block & b0, const block & b1, const block & b2, const block & b3) {
         // the last 16 bytes of each block: qs[62..63], scales[0..11], d
         constexpr size_t o = sizeof(block) - 16;
-        const __m512i v = load4x128((const char *)&b0 + o, (const char *)&b1 + o, (const char *)&b2 + o,
-                                    (const char *)&b3 + o);
+        const __m512i v =
+            load4x128((const char *)&b0 + o, (const char *)&b1 + o, (const char *)&b2 + o, (const char *)&b3 + o);
         // scale i: low nibble s[i] (i < 8) or s[i - 8] >> 4; high 2 bits s[8 + i % 4] >> 2 (i / 4); minus 32
         const __m512i lo = _mm512_srlv_epi16(
             _mm512_shuffle_epi8(v, lanes(_mm_setr_epi8(2, 3, 4, 5, 6, 7, 8, 9, 2, 3, 4, 5, 6, 7, 8, 9))),
             lanes(_mm_setr_epi16(0, 0, 0, 0, 4, 4, 4, 4)));
         const __m512i hi = _mm512_srlv_epi16(
-            _mm512_shuffle_epi8(v, lanes(_mm_setr_epi8(10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13))),
+            _mm512_shuffle_epi8(v,
+                                lanes(_mm_setr_epi8(10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13, 10, 11, 12, 13))),
             lanes(_mm_setr_epi16(0, 0, 2, 2, 4, 4, 6, 6)));
         rows4 rs;
-        rs.sc = _mm512_sub_epi8(and_or(lo, bytes(0xF), _mm512_and_si512(_mm512_slli_epi16(hi, 4), bytes(0x30))), bytes(32));
+        rs.sc =
+            _mm512_sub_epi8(and_or(lo, bytes(0xF), _mm512_and_si512(_mm512_slli_epi16(hi, 4), bytes(0x30))), bytes(32));
         rs.mn = _mm512_setzero_si512();
         // d: word 7 of each lane, zero-extended to a dword
         rs.ds = _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_maskz_permutexvar_epi16(
@@ -743,8 +749,10 @@ void tile(int64_t n, const void * vx, size_t bx, const void * vy, size_t by, flo
 
 } // namespace
 
-#define K_TILE_ROW(B, r) {tile<B, r, 1>, tile<B, r, 2>, tile<B, r, 3>, tile<B, r, 4>}
-#define K_TILES(B) {K_TILE_ROW(B, 1), K_TILE_ROW(B, 2), K_TILE_ROW(B, 3), K_TILE_ROW(B, 4)}
+#define K_TILE_ROW(B, r)                                                                                               \
+    { tile<B, r, 1>, tile<B, r, 2>, tile<B, r, 3>, tile<B, r, 4> }
+#define K_TILES(B)                                                                                                     \
+    { K_TILE_ROW(B, 1), K_TILE_ROW(B, 2), K_TILE_ROW(B, 3), K_TILE_ROW(B, 4) }
 ggml_tile_table ggml_cpu_tiles_q2_K = K_TILES(block_q2_K);
 ggml_tile_table ggml_cpu_tiles_q3_K = K_TILES(block_q3_K);
 ggml_tile_table ggml_cpu_tiles_q4_K = K_TILES(block_q4_K);
@@ -796,10 +804,11 @@ void quantize_row_q8_K(const float * x, block_q8_K * y, int64_t k) {
         const float iscale = -127.f / x[jmax];
         const __m512 vis = _mm512_set1_ps(iscale);
         for (int j = 0; j < QK_K; j += 16) {
-            const __m512 v = _mm512_add_round_ps(_mm512_mul_round_ps(vis, _mm512_loadu_ps(x + j), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC),
-                                                 magic, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            const __m512i q = _mm512_min_epi32(
-                _mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(v), mant), bias), q127);
+            const __m512 v = _mm512_add_round_ps(
+                _mm512_mul_round_ps(vis, _mm512_loadu_ps(x + j), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), magic,
+                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            const __m512i q =
+                _mm512_min_epi32(_mm512_sub_epi32(_mm512_and_si512(_mm512_castps_si512(v), mant), bias), q127);
             _mm_storeu_si128((__m128i *)(y[i].qs + j), _mm512_cvtepi32_epi8(q)); // truncating, as the (int8_t) cast
         }
         // bsums: sum of 8 bytes (q + 128 as u8) per 64-bit lane with vpsadbw, pairs added
