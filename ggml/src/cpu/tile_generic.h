@@ -37,13 +37,4 @@ void ggml_tile_dot_generic(int64_t n, const void * vx, size_t bx, const void * v
             *(float *)((char *)s + r * bs_r + c * bs_c) = acc[r][c];
 }
 
-#define GGML_TILE_GENERIC_ROW(TX, TY, r)                                                                               \
-    {                                                                                                                  \
-        ggml_tile_dot_generic<TX, TY, r, 1>, ggml_tile_dot_generic<TX, TY, r, 2>, ggml_tile_dot_generic<TX, TY, r, 3>, \
-            ggml_tile_dot_generic<TX, TY, r, 4>                                                                        \
-    }
-#define GGML_TILE_GENERIC_TABLE(TX, TY)                                                                                \
-    {                                                                                                                  \
-        GGML_TILE_GENERIC_ROW(TX, TY, 1), GGML_TILE_GENERIC_ROW(TX, TY, 2), GGML_TILE_GENERIC_ROW(TX, TY, 3),          \
-            GGML_TILE_GENERIC_ROW(TX, TY, 4)                                                                           \
-    }
+#define GGML_TILE_GENERIC_TABLE(TX, TY) GGML_TILE_TABLE(ggml_tile_dot_generic, TX, TY)

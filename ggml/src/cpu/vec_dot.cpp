@@ -404,16 +404,9 @@ void quantize_row_q8_1(const float * x, block_q8_1 * y, int64_t k) { quantize_ro
 // tile table
 
 #if defined(GGML_CPU_AVX512)
-#define TILE_ROW(F, ...)                                                                                               \
-    {F<__VA_ARGS__, 1, 1>, F<__VA_ARGS__, 1, 2>, F<__VA_ARGS__, 1, 3>, F<__VA_ARGS__, 1, 4>},                          \
-        {F<__VA_ARGS__, 2, 1>, F<__VA_ARGS__, 2, 2>, F<__VA_ARGS__, 2, 3>, F<__VA_ARGS__, 2, 4>},                      \
-        {F<__VA_ARGS__, 3, 1>, F<__VA_ARGS__, 3, 2>, F<__VA_ARGS__, 3, 3>, F<__VA_ARGS__, 3, 4>}, {                    \
-        F<__VA_ARGS__, 4, 1>, F<__VA_ARGS__, 4, 2>, F<__VA_ARGS__, 4, 3>, F<__VA_ARGS__, 4, 4>                         \
-    }
-static const ggml_tile_dot_t k_tile_f32[4][4] = {TILE_ROW(tile_dot_float, float, float)};
-static const ggml_tile_dot_t k_tile_f16[4][4] = {TILE_ROW(tile_dot_float, ggml_fp16_t, ggml_fp16_t)};
-static const ggml_tile_dot_t k_tile_f16_f32[4][4] = {TILE_ROW(tile_dot_float, ggml_fp16_t, float)};
-#undef TILE_ROW
+static const ggml_tile_dot_t k_tile_f32[4][4] = GGML_TILE_TABLE(tile_dot_float, float, float);
+static const ggml_tile_dot_t k_tile_f16[4][4] = GGML_TILE_TABLE(tile_dot_float, ggml_fp16_t, ggml_fp16_t);
+static const ggml_tile_dot_t k_tile_f16_f32[4][4] = GGML_TILE_TABLE(tile_dot_float, ggml_fp16_t, float);
 #endif
 
 #if defined(GGML_CPU_AVX512_VNNI)
@@ -436,13 +429,7 @@ static void tile_dot_pairs(int64_t n, const void * vx, size_t bx, const void * v
         }
     }
 }
-#define PAIRS_ROW(TX, TY, D, r)                                                                                        \
-    {                                                                                                                  \
-        tile_dot_pairs<TX, TY, D, r, 1>, tile_dot_pairs<TX, TY, D, r, 2>, tile_dot_pairs<TX, TY, D, r, 3>,             \
-            tile_dot_pairs<TX, TY, D, r, 4>                                                                            \
-    }
-#define PAIRS(TX, TY, D)                                                                                               \
-    { PAIRS_ROW(TX, TY, D, 1), PAIRS_ROW(TX, TY, D, 2), PAIRS_ROW(TX, TY, D, 3), PAIRS_ROW(TX, TY, D, 4) }
+#define PAIRS(TX, TY, D) GGML_TILE_TABLE(tile_dot_pairs, TX, TY, D)
 #if !defined(GGML_CPU_AVX512)
 static const ggml_tile_dot_t k_tile_f32[4][4] = PAIRS(float, float, ggml_vec_dot_f32);
 static const ggml_tile_dot_t k_tile_f16[4][4] = PAIRS(ggml_fp16_t, ggml_fp16_t, ggml_vec_dot_f16);
@@ -452,7 +439,6 @@ static const ggml_tile_dot_t k_tile_f16_f32[4][4] = PAIRS(ggml_fp16_t, float, gg
 ggml_tile_table ggml_cpu_tiles_q8_0 = PAIRS(block_q8_0, block_q8_1, ggml_vec_dot_q8_0_q8_1);
 #endif
 #undef PAIRS
-#undef PAIRS_ROW
 
 ggml_tile_dot_t ggml_cpu_get_tile_dot(ggml_type type_x, bool y_f16, int nr, int nc) {
     GGML_ASSERT(nr >= 1 && nr <= GGML_TILE_MAX_R && nc >= 1 && nc <= GGML_TILE_MAX_C);

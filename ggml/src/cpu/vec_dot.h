@@ -27,5 +27,15 @@ typedef void (*ggml_tile_dot_t)(int64_t n, const void * x, size_t bx, const void
 // 1 <= nr <= GGML_TILE_MAX_R, 1 <= nc <= GGML_TILE_MAX_C.
 ggml_tile_dot_t ggml_cpu_get_tile_dot(ggml_type type_x, bool y_f16, int nr, int nc);
 
+// The 4 x 4 table {F<ARGS..., 1, 1>, ..., F<ARGS..., 4, 4>} of a tile kernel template whose last two
+// parameters are R and C: ggml_tile_dot_t t[4][4] = GGML_TILE_TABLE(tile_dot_float, float, float);
+#define GGML_TILE_TABLE(F, ...)                                                                                        \
+    {                                                                                                                  \
+        {F<__VA_ARGS__, 1, 1>, F<__VA_ARGS__, 1, 2>, F<__VA_ARGS__, 1, 3>, F<__VA_ARGS__, 1, 4>},                      \
+            {F<__VA_ARGS__, 2, 1>, F<__VA_ARGS__, 2, 2>, F<__VA_ARGS__, 2, 3>, F<__VA_ARGS__, 2, 4>},                  \
+            {F<__VA_ARGS__, 3, 1>, F<__VA_ARGS__, 3, 2>, F<__VA_ARGS__, 3, 3>, F<__VA_ARGS__, 3, 4>},                  \
+            {F<__VA_ARGS__, 4, 1>, F<__VA_ARGS__, 4, 2>, F<__VA_ARGS__, 4, 3>, F<__VA_ARGS__, 4, 4>},                  \
+    }
+
 // Name of the SIMD level vec_dot.cpp was built for ("avx512-vnni", "avx2", "scalar").
 const char * ggml_cpu_simd_name();

@@ -749,17 +749,11 @@ void tile(int64_t n, const void * vx, size_t bx, const void * vy, size_t by, flo
 
 } // namespace
 
-#define K_TILE_ROW(B, r)                                                                                               \
-    { tile<B, r, 1>, tile<B, r, 2>, tile<B, r, 3>, tile<B, r, 4> }
-#define K_TILES(B)                                                                                                     \
-    { K_TILE_ROW(B, 1), K_TILE_ROW(B, 2), K_TILE_ROW(B, 3), K_TILE_ROW(B, 4) }
-ggml_tile_table ggml_cpu_tiles_q2_K = K_TILES(block_q2_K);
-ggml_tile_table ggml_cpu_tiles_q3_K = K_TILES(block_q3_K);
-ggml_tile_table ggml_cpu_tiles_q4_K = K_TILES(block_q4_K);
-ggml_tile_table ggml_cpu_tiles_q5_K = K_TILES(block_q5_K);
-ggml_tile_table ggml_cpu_tiles_q6_K = K_TILES(block_q6_K);
-#undef K_TILES
-#undef K_TILE_ROW
+ggml_tile_table ggml_cpu_tiles_q2_K = GGML_TILE_TABLE(tile, block_q2_K);
+ggml_tile_table ggml_cpu_tiles_q3_K = GGML_TILE_TABLE(tile, block_q3_K);
+ggml_tile_table ggml_cpu_tiles_q4_K = GGML_TILE_TABLE(tile, block_q4_K);
+ggml_tile_table ggml_cpu_tiles_q5_K = GGML_TILE_TABLE(tile, block_q5_K);
+ggml_tile_table ggml_cpu_tiles_q6_K = GGML_TILE_TABLE(tile, block_q6_K);
 
 // =============================================================================================
 // q8_K quantizer, bit-identical to quantize_row_q8_K_ref: max = the first x of largest |x| (NaNs

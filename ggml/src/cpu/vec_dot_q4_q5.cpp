@@ -444,13 +444,7 @@ void tile_scalar(int64_t n, const void * vx, size_t bx, const void * vy, size_t 
 
 } // namespace
 
-#define Q45_ROW(B, r)                                                                                                  \
-    { Q45_TILE<B, r, 1>, Q45_TILE<B, r, 2>, Q45_TILE<B, r, 3>, Q45_TILE<B, r, 4> }
-#define Q45_TABLE(B)                                                                                                   \
-    { Q45_ROW(B, 1), Q45_ROW(B, 2), Q45_ROW(B, 3), Q45_ROW(B, 4) }
-ggml_tile_table ggml_cpu_tiles_q4_0 = Q45_TABLE(block_q4_0);
-ggml_tile_table ggml_cpu_tiles_q4_1 = Q45_TABLE(block_q4_1);
-ggml_tile_table ggml_cpu_tiles_q5_0 = Q45_TABLE(block_q5_0);
-ggml_tile_table ggml_cpu_tiles_q5_1 = Q45_TABLE(block_q5_1);
-#undef Q45_TABLE
-#undef Q45_ROW
+ggml_tile_table ggml_cpu_tiles_q4_0 = GGML_TILE_TABLE(Q45_TILE, block_q4_0);
+ggml_tile_table ggml_cpu_tiles_q4_1 = GGML_TILE_TABLE(Q45_TILE, block_q4_1);
+ggml_tile_table ggml_cpu_tiles_q5_0 = GGML_TILE_TABLE(Q45_TILE, block_q5_0);
+ggml_tile_table ggml_cpu_tiles_q5_1 = GGML_TILE_TABLE(Q45_TILE, block_q5_1);
