@@ -13,16 +13,18 @@
 // Bytes of p.wdata ggml_cpu_op_mul_mat needs for dst (b rows converted to the dot's input type).
 size_t ggml_cpu_mul_mat_work_size(const ggml_tensor * dst);
 
-// Work units [0, n) of one kernel phase for this thread: taken `step` at a time from the shared
-// p.counter when there is one (dynamic: a thread that lost its core leaves its share to the
-// others), else this thread's static range from p.split().
+// Work units [0, n) of one kernel phase for this thread: taken from the shared p.counter when
+// there is one (dynamic: a thread that lost its core leaves its share to the others), else this
+// thread's static range from p.split(). Fixed steps: `step` units per take. Guided (guided = true):
+// each take is 1/(2 nth) of what is left, at least `step`, so threads start on long runs of
+// consecutive rows and the phase ends on small takes (the last thread out waits at most `step`).
 //
 //   ggml_cpu_units it(p, n_units, 4);
 //   for (int64_t u0, u1; it.next(u0, u1);) for (int64_t u = u0; u < u1; ++u) work(u);
 class ggml_cpu_units {
   public:
-    ggml_cpu_units(const ggml_cpu_params & p, int64_t n, int64_t step)
-        : counter_(p.counter), n_(n), step_(std::max<int64_t>(1, step)) {
+    ggml_cpu_units(const ggml_cpu_params & p, int64_t n, int64_t step, bool guided = false)
+        : counter_(p.counter), n_(n), step_(std::max<int64_t>(1, step)), div_(guided ? 2 * (int64_t)p.nth : 0) {
         if (!counter_) p.split(n, s0_, s1_);
     }
     bool next(int64_t & u0, int64_t & u1) {
@@ -33,14 +35,22 @@ class ggml_cpu_units {
             s0_ = s1_;
             return true;
         }
-        u0 = counter_->fetch_add(step_, std::memory_order_relaxed);
-        if (u0 >= n_) return false;
-        u1 = std::min(n_, u0 + step_);
+        if (div_ == 0) {
+            u0 = counter_->fetch_add(step_, std::memory_order_relaxed);
+            if (u0 >= n_) return false;
+            u1 = std::min(n_, u0 + step_);
+            return true;
+        }
+        u0 = counter_->load(std::memory_order_relaxed);
+        do {
+            if (u0 >= n_) return false;
+            u1 = std::min(n_, u0 + std::max(step_, (n_ - u0) / div_));
+        } while (!counter_->compare_exchange_weak(u0, u1, std::memory_order_relaxed));
         return true;
     }
 
   private:
     std::atomic<int64_t> * counter_;
-    int64_t n_, step_;
+    int64_t n_, step_, div_;
     int64_t s0_ = 0, s1_ = 0;
 };
