@@ -1,6 +1,8 @@
 // args.cpp - the `main` flag parser (see args.h). Every value is range-checked.
 #include "args.h"
 
+#include "llm.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -100,11 +102,16 @@ bool llm_cli_parse(int argc, const char * const * argv, llm_cli_params & p, std:
             }
         } else if (a == "--dump-graph") {
             ok = ps.value(a, p.dump_graph);
-        } else if (a == "--cache-type" || a == "-ctk") {
-            ok = ps.value(a, p.cache_type);
-            if (ok && p.cache_type != "f16" && p.cache_type != "f32") {
-                return ps.fail("unknown cache type '" + p.cache_type + "' (f16, f32)");
+        } else if (a == "-ctk" || a == "--cache-type-k" || a == "-ctv" || a == "--cache-type-v" ||
+                   a == "--cache-type") {
+            std::string name;
+            ggml_type t;
+            ok = ps.value(a, name);
+            if (ok && !llm_kv_type_from_name(name, &t)) {
+                return ps.fail("unknown cache type '" + name + "' for " + a + " (" + llm_kv_type_names() + ")");
             }
+            if (ok && a != "-ctv" && a != "--cache-type-v") p.cache_type_k = t;
+            if (ok && a != "-ctk" && a != "--cache-type-k") p.cache_type_v = t;
         } else if (a == "-n" || a == "--n-predict") {
             ok = ps.int_value(a, p.n_predict, -1, 1 << 30);
         } else if (a == "-c" || a == "--ctx-size") {
@@ -158,6 +165,10 @@ bool llm_cli_parse(int argc, const char * const * argv, llm_cli_params & p, std:
         }
         if (!ok) return false;
     }
+    if (ggml_is_quantized(p.cache_type_v) && !p.flash_attn) {
+        return ps.fail(std::string("a quantized V cache (-ctv ") + ggml_type_name(p.cache_type_v) +
+                       ") needs flash attention (-fa)");
+    }
     return true;
 }
 
@@ -177,7 +188,8 @@ std::string llm_cli_usage(const char * prog) {
        << "  --chat-template llama2|llama3\n"
        << "  --special            parse special tokens in the prompt\n"
        << "  --verbose-prompt     print the prompt tokens\n"
-       << "  --cache-type f16|f32 KV cache type\n"
+       << "  -ctk T, -ctv T       KV cache type of K / V: f16 (default), f32, q8_0, q4_0; a quantized V needs -fa\n"
+       << "                       (also --cache-type-k T, --cache-type-v T; --cache-type T sets both)\n"
        << "  --context-shift      when the context is full, keep --keep N tokens and drop half the rest\n"
        << "  -fa                  fused attention\n"
        << "  --dump-graph PREFIX  write PREFIX.prompt.{dot,json} and PREFIX.decode.{dot,json}\n";

@@ -5,6 +5,7 @@
 //   if (!llm_cli_parse(argc, argv, p, &err)) { fprintf(stderr, "error: %s\n", err.c_str()); return 1; }
 #pragma once
 
+#include "ggml.h"
 #include "sampling.h"
 
 #include <string>
@@ -16,7 +17,6 @@ struct llm_cli_params {
     std::string system_prompt;    // -sys
     std::string chat_template;    // --chat-template llama2|llama3
     std::string dump_graph;       // --dump-graph PREFIX
-    std::string cache_type = "f16";
     int  n_predict = -1;          // -n (-1: until EOS or context full)
     int  n_ctx = 0;               // -c (0: model's)
     bool n_ctx_set = false;       // -c given (else min(model's, 4096))
@@ -29,6 +29,8 @@ struct llm_cli_params {
     bool verbose_prompt = false;  // --verbose-prompt
     bool context_shift = false;   // --context-shift
     bool flash_attn = false;      // -fa
+    ggml_type cache_type_k = GGML_TYPE_F16;  // -ctk (--cache-type sets both)
+    ggml_type cache_type_v = GGML_TYPE_F16;  // -ctv (quantized: needs -fa)
     bool show_help = false;
     llm_sampler_params sampling;
 };

@@ -58,8 +58,8 @@ llm_context * llm_context_new(llm_model * model, const llm_context_params & para
 #endif
     ctx->backends.push_back(ctx->cpu);
 
-    if (!llm_kv_cache_init(ctx->kv, *model, ctx->n_ctx, params.cache_type == LLM_CACHE_F32 ? GGML_TYPE_F32 : GGML_TYPE_F16,
-                           /*v_trans=*/!params.flash_attn, err)) {
+    if (!llm_kv_cache_init(ctx->kv, *model, ctx->n_ctx, params.type_k, params.type_v, /*v_trans=*/!params.flash_attn,
+                           ctx->gpu, err)) {
         llm_context_free(ctx);
         return nullptr;
     }
@@ -77,14 +77,17 @@ llm_context * llm_context_new(llm_model * model, const llm_context_params & para
                          std::to_string(ctx->n_batch) + ")");
     for (auto * b : ctx->backends) ctx->perf.compute_buffer_bytes += ggml_backend_sched_get_buffer_size(ctx->sched, b);
     ctx->perf.kv_bytes = ctx->kv.size_bytes();
+    ctx->perf.kv_k_bytes = ctx->kv.size_bytes_k();
+    ctx->perf.kv_v_bytes = ctx->kv.size_bytes_v();
     ctx->perf.t_load_ms = model->t_load_ms;
     if (model->verbose) {
         for (auto * b : ctx->backends) {
             GGML_LOG_INFO("%s: %s compute buffer %.2f MiB\n", __func__, ggml_backend_name(b),
                           mib(ggml_backend_sched_get_buffer_size(ctx->sched, b)));
         }
-        GGML_LOG_INFO("%s: KV cache %.2f MiB (n_ctx %d, %s), n_batch %d, threads %d\n", __func__,
-                      mib(ctx->perf.kv_bytes), ctx->n_ctx, params.cache_type == LLM_CACHE_F32 ? "f32" : "f16",
+        GGML_LOG_INFO("%s: KV cache %.2f MiB (n_ctx %d; K %s %.2f MiB, V %s %.2f MiB), n_batch %d, threads %d\n",
+                      __func__, mib(ctx->perf.kv_bytes), ctx->n_ctx, ggml_type_name(params.type_k),
+                      mib(ctx->perf.kv_k_bytes), ggml_type_name(params.type_v), mib(ctx->perf.kv_v_bytes),
                       ctx->n_batch, ctx->n_threads);
     }
     return ctx;
@@ -115,9 +118,9 @@ static bool decode_batch(llm_context * ctx, const int32_t * tokens, int n, int o
     }
     for (int i = 0; i < n; ++i) pos[i] = n_past + i;
     ggml_backend_tensor_set(g.inp_pos, pos, 0, n * sizeof(int32_t));
-    ctx->mask_buf.resize((size_t) g.n_kv * n);
-    llm_graph_fill_mask(ctx->mask_buf.data(), g.n_kv, n, n_past);
-    ggml_backend_tensor_set(g.inp_kq_mask, ctx->mask_buf.data(), 0, ctx->mask_buf.size() * sizeof(float));
+    ctx->mask_buf.resize(ggml_nbytes(g.inp_kq_mask));
+    llm_graph_fill_mask(ctx->mask_buf.data(), g.inp_kq_mask->type, g.n_kv, n, n_past);
+    ggml_backend_tensor_set(g.inp_kq_mask, ctx->mask_buf.data(), 0, ctx->mask_buf.size());
 
     const ggml_status st = ggml_backend_sched_graph_compute(ctx->sched, g.gf);
     if (st != GGML_STATUS_SUCCESS) {

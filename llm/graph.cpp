@@ -15,10 +15,21 @@ int llm_graph_n_kv(int n_past, int n_tokens, int n_ctx) {
     return std::min(n_ctx, (n_past + n_tokens + LLM_KV_PAD - 1) / LLM_KV_PAD * LLM_KV_PAD);
 }
 
-void llm_graph_fill_mask(float * mask, int n_kv, int n_tokens, int n_past) {
-    for (int i = 0; i < n_tokens; ++i)
-        for (int j = 0; j < n_kv; ++j)
-            mask[(size_t) i * n_kv + j] = j <= n_past + i ? 0.0f : -INFINITY;
+template <typename T> static void fill_mask(T * mask, int n_kv, int n_tokens, int n_past, T zero, T minus_inf) {
+    for (int i = 0; i < n_tokens; ++i) {  // row i sees cells 0 .. n_past + i
+        T * row = mask + (size_t) i * n_kv;
+        const int n_vis = std::clamp(n_past + i + 1, 0, n_kv);
+        std::fill(row, row + n_vis, zero);
+        std::fill(row + n_vis, row + n_kv, minus_inf);
+    }
+}
+
+void llm_graph_fill_mask(void * mask, ggml_type type, int n_kv, int n_tokens, int n_past) {
+    GGML_ASSERT(type == GGML_TYPE_F32 || type == GGML_TYPE_F16);
+    if (type == GGML_TYPE_F32)
+        fill_mask((float *) mask, n_kv, n_tokens, n_past, 0.0f, -INFINITY);
+    else  // f16 bits: +0 and -inf
+        fill_mask((uint16_t *) mask, n_kv, n_tokens, n_past, (uint16_t) 0x0000, (uint16_t) 0xFC00);
 }
 
 llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_past, bool all_logits) {
@@ -45,7 +56,10 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_past, bool all
     g.inp_pos = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_tokens);  // i32 [n_tokens]
     ggml_set_name(g.inp_pos, "inp_pos");
     ggml_set_input(g.inp_pos);
-    g.inp_kq_mask = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, n_kv, n_tokens);  // f32 [n_kv, n_tokens]: 0 or -inf
+    // [n_kv, n_tokens]: 0 or -inf; f16 for flash attention (half the bytes to fill and upload per step: a
+    // 16k-token prompt uploads n_kv x 512 values per batch), f32 for the softmax path
+    g.inp_kq_mask =
+        ggml_new_tensor_2d(ctx, lctx.params.flash_attn ? GGML_TYPE_F16 : GGML_TYPE_F32, n_kv, n_tokens);
     ggml_set_name(g.inp_kq_mask, "inp_kq_mask");
     ggml_set_input(g.inp_kq_mask);
 

@@ -4,13 +4,101 @@
 
 #include "llm-impl.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <map>
+#include <vector>
 
 size_t llm_kv_cache::size_bytes() const {
     size_t n = 0;
     for (auto * b : bufs) n += ggml_backend_buffer_get_size(b);
     return n;
+}
+
+size_t llm_kv_cache::size_bytes_k() const {
+    size_t n = 0;
+    for (auto * t : k) n += ggml_nbytes(t);
+    return n;
+}
+
+size_t llm_kv_cache::size_bytes_v() const {
+    size_t n = 0;
+    for (auto * t : v) n += ggml_nbytes(t);
+    return n;
+}
+
+static const ggml_type k_kv_types[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0};
+
+bool llm_kv_type_from_name(const std::string & name, ggml_type * type) {
+    std::string lower = name;
+    for (char & c : lower) c = (char) std::tolower((unsigned char) c);
+    for (ggml_type t : k_kv_types) {
+        if (lower == ggml_type_name(t)) {
+            *type = t;
+            return true;
+        }
+    }
+    return false;
+}
+
+const char * llm_kv_type_names() { return "f32, f16, q8_0, q4_0"; }
+
+std::string llm_kv_types_check(const llm_model & model, ggml_type type_k, ggml_type type_v, bool flash_attn) {
+    for (ggml_type t : {type_k, type_v}) {
+        if (std::find(std::begin(k_kv_types), std::end(k_kv_types), t) == std::end(k_kv_types)) {
+            return std::string("KV cache type ") + ((int) t >= 0 && (int) t < GGML_TYPE_COUNT ? ggml_type_name(t) : "?") +
+                   " is not supported (" + llm_kv_type_names() + ")";
+        }
+    }
+    if (ggml_is_quantized(type_v) && !flash_attn) {
+        return std::string("a quantized V cache (") + ggml_type_name(type_v) + ") needs flash attention (-fa)";
+    }
+    const int hd = model.hp.n_embd_head;
+    for (ggml_type t : {type_k, type_v}) {
+        if (hd % ggml_blck_size(t) != 0) {
+            return std::string("KV cache type ") + ggml_type_name(t) + " needs a head size that is a multiple of " +
+                   std::to_string(ggml_blck_size(t)) + " (this model's is " + std::to_string(hd) + ")";
+        }
+    }
+    return "";
+}
+
+// Can backend run every op that touches a layer's cache of these types: the stores (SET_ROWS), attention
+// (FLASH_ATTN_EXT, or the two MUL_MATs on the views), and the context shift (GET_ROWS of K, CPY into K, DUP
+// of V)? Asked on one-cell probes with the layer's shapes (no memory).
+static bool kv_ops_supported(ggml_backend_t backend, const llm_hparams & hp, ggml_type tk, ggml_type tv,
+                             bool v_trans) {
+    const int64_t hd = hp.n_embd_head, nh = hp.n_head, nkv = hp.n_head_kv, n = 256;
+    ggml_init_params ip = {64 * ggml_tensor_overhead(), nullptr, true};
+    ggml_context * c = ggml_init(ip);
+    ggml_tensor * kc = ggml_new_tensor_2d(c, tk, hd * nkv, n);                    // [n_embd_k_gqa, n_ctx]
+    ggml_tensor * vc = v_trans ? ggml_new_tensor_2d(c, tv, n, hd * nkv) : ggml_new_tensor_2d(c, tv, hd * nkv, n);
+    ggml_tensor * cur = ggml_new_tensor_2d(c, GGML_TYPE_F32, hd * nkv, 1);        // [n_embd_k_gqa, 1]
+    ggml_tensor * cells = ggml_new_tensor_1d(c, GGML_TYPE_I32, 1);
+    ggml_tensor * q = ggml_new_tensor_3d(c, GGML_TYPE_F32, hd, 1, nh);             // [hd, n_tokens, n_head]
+    ggml_tensor * mask = ggml_new_tensor_2d(c, GGML_TYPE_F32, n, 1);
+    ggml_tensor * k = ggml_view_3d(c, kc, hd, n, nkv, kc->nb[1], ggml_row_size(tk, hd), 0);
+    std::vector<ggml_tensor *> probes = {
+        ggml_set_rows(c, kc, cur, cells),
+        ggml_set_rows(c, v_trans ? ggml_transpose(c, vc) : vc, cur, cells),
+        ggml_get_rows(c, kc, cells),
+        ggml_cpy(c, cur, ggml_view_2d(c, kc, hd * nkv, 1, kc->nb[1], 0)),
+        ggml_dup(c, ggml_view_2d(c, vc, vc->ne[0], 1, vc->nb[1], 0)),
+    };
+    if (v_trans) {
+        ggml_tensor * v = ggml_view_3d(c, vc, n, hd, nkv, vc->nb[1], vc->nb[1] * hd, 0);  // [n_kv, hd, n_head_kv]
+        ggml_tensor * kq = ggml_mul_mat(c, k, q);                                        // [n_kv, 1, n_head]
+        probes.push_back(kq);
+        probes.push_back(ggml_mul_mat(c, v, kq));
+    } else {
+        ggml_tensor * v = ggml_view_3d(c, vc, hd, n, nkv, vc->nb[1], ggml_row_size(tv, hd), 0);
+        probes.push_back(ggml_flash_attn_ext(c, q, k, v, mask, 1.0f, -1));
+    }
+    bool ok = true;
+    for (ggml_tensor * t : probes) ok = ok && ggml_backend_supports_op(backend, t);
+    ggml_free(c);
+    return ok;
 }
 
 void llm_kv_cache_free(llm_kv_cache & kv) {
@@ -23,13 +111,18 @@ void llm_kv_cache_free(llm_kv_cache & kv) {
     kv.n_past = 0;
 }
 
-bool llm_kv_cache_init(llm_kv_cache & kv, const llm_model & model, int n_ctx, ggml_type type, bool v_trans,
-                       std::string * err) {
-    GGML_ASSERT(type == GGML_TYPE_F16 || type == GGML_TYPE_F32);
+bool llm_kv_cache_init(llm_kv_cache & kv, const llm_model & model, int n_ctx, ggml_type type_k, ggml_type type_v,
+                       bool v_trans, ggml_backend_t dev, std::string * err) {
+    const std::string bad = llm_kv_types_check(model, type_k, type_v, !v_trans);
+    if (!bad.empty()) {
+        if (err) *err = bad;
+        return false;
+    }
     const llm_hparams & hp = model.hp;
     kv.n_ctx = n_ctx;
     kv.n_past = 0;
-    kv.type = type;
+    kv.type_k = type_k;
+    kv.type_v = type_v;
     kv.v_trans = v_trans;
     kv.n_embd_head = hp.n_embd_head;
     kv.n_head_kv = hp.n_head_kv;
@@ -37,25 +130,40 @@ bool llm_kv_cache_init(llm_kv_cache & kv, const llm_model & model, int n_ctx, gg
 
     // one context (and one buffer) per buffer type
     std::map<ggml_backend_buffer_type_t, ggml_context *> ctx_of;
+    std::map<ggml_backend_buffer_type_t, bool> dev_ok;  // device buffer types whose backend runs the cache's ops
+    int n_moved = 0;
+    const bool quantized = ggml_is_quantized(type_k) || ggml_is_quantized(type_v);
     kv.k.resize(hp.n_layer);
     kv.v.resize(hp.n_layer);
     for (int il = 0; il < hp.n_layer; ++il) {
         ggml_backend_buffer_type_t buft = model.layers[il].buft;
+        // f32/f16 caches stay with their layer as before; a quantized one only where the device runs its ops
+        if (quantized && !ggml_backend_buft_is_host(buft)) {
+            auto it = dev_ok.find(buft);
+            if (it == dev_ok.end()) {
+                it = dev_ok.emplace(buft, dev && ggml_backend_supports_buft(dev, buft) &&
+                                              kv_ops_supported(dev, hp, type_k, type_v, v_trans)).first;
+            }
+            if (!it->second) {
+                buft = ggml_backend_cpu_buffer_type();
+                ++n_moved;
+            }
+        }
         ggml_context *& c = ctx_of[buft];
         if (!c) {
             c = ggml_init({(size_t) 2 * hp.n_layer * ggml_tensor_overhead(), nullptr, true});
             kv.ctxs.push_back(c);
         }
-        kv.k[il] = ggml_new_tensor_2d(c, type, n_embd_kv, n_ctx);  // [n_embd_k_gqa, n_ctx]
-        kv.v[il] = v_trans ? ggml_new_tensor_2d(c, type, n_ctx, n_embd_kv)   // [n_ctx, n_embd_v_gqa]
-                           : ggml_new_tensor_2d(c, type, n_embd_kv, n_ctx);  // [n_embd_v_gqa, n_ctx]
+        kv.k[il] = ggml_new_tensor_2d(c, type_k, n_embd_kv, n_ctx);  // [n_embd_k_gqa, n_ctx]
+        kv.v[il] = v_trans ? ggml_new_tensor_2d(c, type_v, n_ctx, n_embd_kv)   // [n_ctx, n_embd_v_gqa]
+                           : ggml_new_tensor_2d(c, type_v, n_embd_kv, n_ctx);  // [n_embd_v_gqa, n_ctx]
         ggml_format_name(kv.k[il], "cache_k_l%d", il);
         ggml_format_name(kv.v[il], "cache_v_l%d", il);
     }
     for (auto & [buft, c] : ctx_of) {
         ggml_backend_buffer_t b = ggml_backend_alloc_ctx_tensors_from_buft(c, buft);
         if (!b) {
-            const size_t need = (size_t) 2 * ggml_row_size(type, n_embd_kv) * n_ctx;
+            const size_t need = (ggml_row_size(type_k, n_embd_kv) + ggml_row_size(type_v, n_embd_kv)) * (size_t) n_ctx;
             if (err) {
                 char buf[256];
                 snprintf(buf, sizeof(buf), "out of memory: KV cache (n_ctx %d, %.1f MiB per layer) on %s", n_ctx,
@@ -66,6 +174,12 @@ bool llm_kv_cache_init(llm_kv_cache & kv, const llm_model & model, int n_ctx, gg
             return false;
         }
         kv.bufs.push_back(b);
+    }
+    if (n_moved > 0) {
+        GGML_LOG_WARN("%s: %s has no kernels for a %s K / %s V cache: the KV cache of %d offloaded layer(s) stays in "
+                      "host memory and its attention runs on the CPU\n",
+                      __func__, dev ? ggml_backend_name(dev) : "the device", ggml_type_name(type_k),
+                      ggml_type_name(type_v), n_moved);
     }
     llm_kv_cache_clear(kv);
     return true;

@@ -86,7 +86,7 @@ struct llm_context {
     ggml_backend_sched_t sched = nullptr;
     size_t graph_size = 0;                 // max nodes of one step's graph
     std::vector<uint8_t> graph_mem;        // tensor headers + graph of the current step
-    std::vector<float>   mask_buf;         // the current step's inp_kq_mask
+    std::vector<uint8_t> mask_buf;         // the current step's inp_kq_mask (f32 or f16)
     // The last step's graph, still allocated by sched: a step with the same n_tokens and n_kv (decode, up to
     // LLM_KV_PAD steps in a row) sets its inputs and computes it again instead of building and planning a new
     // one. Dropped by anything else that uses graph_mem or sched. LLM_NO_GRAPH_REUSE=1 turns reuse off.
@@ -107,7 +107,7 @@ struct llm_context {
 constexpr int LLM_KV_PAD = 256;
 int  llm_graph_n_kv(int n_past, int n_tokens, int n_ctx);
 // mask [n_tokens][n_kv]: 0 where j <= n_past + i (causal), else -inf
-void llm_graph_fill_mask(float * mask, int n_kv, int n_tokens, int n_past);
+void llm_graph_fill_mask(void * mask, ggml_type type, int n_kv, int n_tokens, int n_past);
 
 // graph.cpp: build the graph for n_tokens tokens at positions n_past.. (all_logits: one logits row per
 // token, else only the last). Free with ggml_free(g.ctx).

@@ -61,13 +61,18 @@ std::vector<std::pair<std::string, size_t>> llm_model_buffer_sizes(const llm_mod
 // GGUF metadata value as a string ("" if absent), e.g. "tokenizer.chat_template"
 std::string         llm_model_meta(const llm_model * model, const char * key);
 
-enum llm_cache_type { LLM_CACHE_F16 = 0, LLM_CACHE_F32 = 1 };
+// KV cache type by name: f32, f16, q8_0, q4_0 (any case). Returns false for any other name.
+bool         llm_kv_type_from_name(const std::string & name, ggml_type * type);
+const char * llm_kv_type_names();  // "f32, f16, q8_0, q4_0", for messages
 
 struct llm_context_params {
     int  n_ctx = 0;             // 0: the model's training context
     int  n_batch = 512;         // max tokens per graph (a prompt is split into batches)
     int  n_threads = 0;         // 0: hardware threads
-    llm_cache_type cache_type = LLM_CACHE_F16;
+    // KV cache types (-ctk, -ctv): f32, f16, q8_0, q4_0. Quantized types need a head size that is a multiple of
+    // 32; a quantized V needs flash_attn (llm_context_new fails with a one-line reason otherwise).
+    ggml_type type_k = GGML_TYPE_F16;
+    ggml_type type_v = GGML_TYPE_F16;
     bool flash_attn = false;    // fused attention op instead of mul_mat/soft_max/mul_mat
     bool all_logits = false;    // keep logits for every token of a batch (perplexity)
 };
@@ -93,7 +98,8 @@ struct llm_perf {
     double  t_prompt_ms = 0;   int n_prompt = 0;
     double  t_eval_ms = 0;     int n_eval = 0;
     size_t  compute_buffer_bytes = 0;   // sum over backends
-    size_t  kv_bytes = 0;
+    size_t  kv_bytes = 0;                // the cache's buffers
+    size_t  kv_k_bytes = 0, kv_v_bytes = 0;  // its K and V tensors (of llm_context_params' type_k, type_v)
 };
 llm_perf      llm_get_perf(const llm_context * ctx);
 void          llm_reset_perf(llm_context * ctx);

@@ -207,6 +207,11 @@ case_ "-c missing value" fail "$bin/main" -m "$story" -c
 case_ "unknown flag" fail "$bin/main" --frobnicate
 case_ "newline in flag" fail "$bin/main" $'--x\ny'
 case_ "unknown chat template" fail "$bin/main" -m "$story" --chat-template chatml
+case_want "(f32, f16, q8_0, q4_0)" "unknown KV cache type" "$bin/main" -m "$story" -ctk q5_1
+case_want "needs flash attention" "quantized V cache without -fa" "$bin/main" -m "$story" -ctv q8_0
+case_want "multiple of 32" "q8_0 KV cache, head size 8" "$bin/main" -m "$story" -fa -ctk q8_0 -ctv q8_0 -p hi -n 4
+case_want "needs flash attention" "perplexity: quantized V cache without -fa" "$bin/perplexity" -m "$story" -f "$W/short.txt" -ctv q4_0
+case_want "(f32, f16, q8_0, q4_0)" "bench: unknown KV cache type" "$bin/bench" -m "$story" -ctk q8
 case_ "tokenize: invalid UTF-8 text (byte fallback, not an error)" ok "$bin/tokenize" -m "$story" -f "$W/bad-utf8.txt"
 case_ "tokenize: no -p/-f" fail "$bin/tokenize" -m "$story"
 case_ "tokenize: unknown flag" fail "$bin/tokenize" -m "$story" -p hi --frob
@@ -215,6 +220,7 @@ case_ "perplexity: text file missing" fail "$bin/perplexity" -m "$story" -f "$W/
 case_ "perplexity: -c 0" fail "$bin/perplexity" -m "$story" -f "$W/short.txt" -c 0
 case_ "bench: -p -1" fail "$bin/bench" -m "$story" -p -1
 case_ "bench: unknown flag" fail "$bin/bench" -m "$story" --frob
+case_ "bench: --probe-mib 0" fail "$bin/bench" -m "$story" --probe-mib 0
 case_ "graph-dump: unknown flag" fail "$bin/graph-dump" --frob
 case_ "graph-dump: unwritable prefix" fail "$bin/graph-dump" -o "$W/nodir/sub/g"
 

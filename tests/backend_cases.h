@@ -13,12 +13,13 @@
 //       double e = backend_case_nmse(got, expected);               // CHECK(e <= c.max_nmse)
 //   }
 //
-// Leaf data by name prefix: "pos" i32 positions in [0, 1000); "rowids" i32 n distinct values in [0, 2n);
-// "ff" f32 freq factors in [1, 8];
+// Leaf data by name prefix: "pos" i32 positions in [0, 1000) ("posbig": in [65536, 131072), Llama 3.1 long
+// context); "rowids" i32 n distinct values in [0, 2n); "ff" f32 freq factors in [1, 8];
 // "mask" f32/f16 (0, small negatives, -inf; rows with i1 % 5 == 3 fully -inf); "ties" small
 // integers in [-2, 2] (for argmax ties); anything else uniform in [-1, 1] without zeros (f16: exact
-// multiples of 1/1024), i32 in [0, 100).
-// NMSE thresholds: exact ops 0, f32 1e-7, f16 (inputs or outputs) 1e-5.
+// multiples of 1/1024), i32 in [0, 100). q8_0/q4_0 leaves (KV caches) are random valid blocks: an exact f16
+// scale d (q8_0: d in [2^-8, 2^-7), values up to ~1; q4_0: d in [2^-4, 2^-3)) and random quants.
+// NMSE thresholds: exact ops 0, f32 1e-7, f16 (inputs or outputs) 1e-5; quantized K/V: see the attention cases.
 #pragma once
 
 #include "ggml-backend.h"
@@ -85,6 +86,21 @@ inline std::vector<uint8_t> backend_case_leaf_data(const ggml_tensor * leaf, uin
     const std::string name = leaf->name;
     auto starts = [&](const char * pre) { return name.rfind(pre, 0) == 0; };
     const int64_t n = leaf->ne[0] * leaf->ne[1] * leaf->ne[2] * leaf->ne[3];
+    if (leaf->type == GGML_TYPE_Q8_0 || leaf->type == GGML_TYPE_Q4_0) {
+        // blocks of 32: f16 d (exact: m * 2^e, m in [512, 1024)), then 32 int8 (q8_0) or 16 bytes of nibbles (q4_0)
+        const bool q8 = leaf->type == GGML_TYPE_Q8_0;
+        const size_t bsize = q8 ? 34 : 18;
+        std::vector<uint8_t> out((size_t)(n / 32) * bsize);
+        for (size_t b = 0; b < out.size() / bsize; ++b) {
+            uint8_t * p = &out[b * bsize];
+            const double d = std::ldexp(512.0 + (double)(rng() % 512), q8 ? -17 : -13);
+            const uint16_t h = backend_double_to_half(d);
+            std::memcpy(p, &h, 2);
+            for (size_t i = 2; i < bsize; ++i)
+                p[i] = q8 ? (uint8_t)(int8_t)((int)(rng() % 255) - 127) : (uint8_t)(rng() & 0xFF);
+        }
+        return out;
+    }
     std::vector<uint8_t> out(n * (leaf->type == GGML_TYPE_F16 ? 2 : 4));
     for (int64_t i = 0; i < n; ++i) {
         double v;
@@ -96,6 +112,11 @@ inline std::vector<uint8_t> backend_case_leaf_data(const ggml_tensor * leaf, uin
                 std::shuffle(ids.begin(), ids.end(), rng);
                 std::memcpy(out.data(), ids.data(), n * 4);
             }
+            continue;
+        }
+        if (leaf->type == GGML_TYPE_I32 && starts("posbig")) {
+            const int32_t k = 65536 + (int32_t)(rng() % 65536);
+            std::memcpy(&out[i * 4], &k, 4);
             continue;
         }
         if (leaf->type == GGML_TYPE_I32) {
@@ -128,6 +149,20 @@ inline std::vector<uint8_t> backend_case_leaf_data(const ggml_tensor * leaf, uin
     return out;
 }
 
+// Element i0 of the q8_0 / q4_0 row at p (the layouts of ggml's block_q8_0 and block_q4_0, decoded here without
+// the library: d * q, d * (nibble - 8) with elements 0..15 in the low nibbles and 16..31 in the high ones).
+inline double backend_quant_value(ggml_type type, const uint8_t * row, int64_t i0) {
+    const bool q8 = type == GGML_TYPE_Q8_0;
+    const uint8_t * b = row + (i0 / 32) * (q8 ? 34 : 18);
+    uint16_t h;
+    std::memcpy(&h, b, 2);
+    const double d = backend_half_to_double(h);
+    const int j = (int)(i0 % 32);
+    if (q8) return d * (int8_t)b[2 + j];
+    const uint8_t q = b[2 + j % 16];
+    return d * ((j < 16 ? (q & 0x0F) : (q >> 4)) - 8);
+}
+
 // Values of t in ne order (i0 fastest), read from base (= the bytes t->data points to), via t's strides.
 inline std::vector<double> backend_case_values(const ggml_tensor * t, const uint8_t * base) {
     std::vector<double> v;
@@ -149,6 +184,8 @@ inline std::vector<double> backend_case_values(const ggml_tensor * t, const uint
                         int32_t k;
                         std::memcpy(&k, p, 4);
                         v.push_back(k);
+                    } else if (t->type == GGML_TYPE_Q8_0 || t->type == GGML_TYPE_Q4_0) {
+                        v.push_back(backend_quant_value(t->type, p - i0 * t->nb[0], i0)); // from the row start
                     } else {
                         v.push_back(NAN); // not a type the cases produce
                     }
@@ -411,6 +448,25 @@ inline std::vector<backend_case> backend_cases() {
             }
         }
     }
+    // ROPE at Llama 3.1 long-context positions (65536 .. 131071), with and without freq factors (rope_freqs)
+    for (bool ff : {false, true}) {
+        for (int64_t n_dims : {int64_t(64), int64_t(128)}) {
+            const std::string nm = "hd 128 heads 4 tokens 9 n_dims " + std::to_string(n_dims) + " normal" +
+                                   (ff ? " ff" : "") + " f32 positions 64k+";
+            add("rope", nm, BACKEND_NMSE_F32, [=](ggml_context * ctx) {
+                ggml_tensor * a = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, 128, 4, 9);
+                ggml_set_name(a, "a");
+                ggml_tensor * pos = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 9);
+                ggml_set_name(pos, "posbig");
+                ggml_tensor * f = nullptr;
+                if (ff) {
+                    f = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, n_dims / 2);
+                    ggml_set_name(f, "ff");
+                }
+                return ggml_rope_ext(ctx, a, pos, f, (int)n_dims, GGML_ROPE_TYPE_NORMAL, 500000.0f, 1.0f);
+            });
+        }
+    }
 
     // ARGMAX: ties (first wins), odd sizes, transposed input
     for (int64_t n0 : sizes) {
@@ -438,6 +494,39 @@ inline std::vector<backend_case> backend_cases() {
                                                backend_layout_name(lb);
                         add("set_rows", nm, tol(td), [=](ggml_context * ctx) {
                             ggml_tensor * a = backend_case_input(ctx, td, nd, ld, "a");
+                            ggml_tensor * b = backend_case_input(ctx, GGML_TYPE_F32, nbs, lb, "b");
+                            ggml_tensor * c = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n);
+                            ggml_set_name(c, "rowids");
+                            return ggml_set_rows(ctx, a, b, c);
+                        });
+                    }
+                }
+            }
+        }
+    }
+    // SET_ROWS into q8_0/q4_0 caches (each written row quantized as the reference quantizer does; the other rows
+    // untouched): the whole cache, or a view one block in (a head's columns of a cache row); sources plain or
+    // transposed. Exact: the reference quantizes with quantize_row_*_ref.
+    for (ggml_type td : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0}) {
+        for (int64_t n0 : {int64_t(32), int64_t(96), int64_t(4096)}) {
+            for (bool view : {false, true}) {
+                for (backend_layout lb : {BACKEND_LAYOUT_CONT, BACKEND_LAYOUT_TRANSPOSED}) {
+                    for (int64_t n : {1, 3}) {
+                        const int64_t nd[4] = {n0, 2 * n + 1, 2, 1}, nbs[4] = {n0, n, 2, 1};
+                        const std::string nm = std::string(ggml_type_name(td)) + " dst " + backend_shape_str(nd) +
+                                               (view ? " block-offset view" : " cont") + " src " +
+                                               backend_shape_str(nbs) + " " + backend_layout_name(lb);
+                        add("set_rows", nm, BACKEND_NMSE_EXACT, [=](ggml_context * ctx) {
+                            ggml_tensor * a;
+                            if (view) {
+                                ggml_tensor * leaf = ggml_new_tensor_4d(ctx, td, n0 + 32, nd[1] + 1, nd[2], nd[3]);
+                                ggml_set_name(leaf, "a");
+                                a = ggml_view_4d(ctx, leaf, n0, nd[1], nd[2], nd[3], leaf->nb[1], leaf->nb[2],
+                                                 leaf->nb[3], leaf->nb[1] + ggml_type_size(td));
+                            } else {
+                                a = ggml_new_tensor_4d(ctx, td, nd[0], nd[1], nd[2], nd[3]);
+                                ggml_set_name(a, "a");
+                            }
                             ggml_tensor * b = backend_case_input(ctx, GGML_TYPE_F32, nbs, lb, "b");
                             ggml_tensor * c = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n);
                             ggml_set_name(c, "rowids");
@@ -508,7 +597,83 @@ inline std::vector<backend_case> backend_cases() {
             }
         }
     }
+
+    // FLASH_ATTN_EXT on KV-cache types: K and V f16, q8_0, q4_0 (and mixed), read in place from views of
+    // [D * n_head_kv, n_ctx] caches; head sizes 64, 80 (not a multiple of the 32-block: f16 only), 96, 128; GQA
+    // 1, 4, 8; 1, 17 (decode: one token), 255 keys, 4097 for a few (KV split across threads); with and without a
+    // mask. Tolerances against the float64 reference of the same (dequantized) K/V: the kernel's own error only
+    // (f32 sums; with a quantized K, blocks of under 5 query rows dot K in its integer format against q8_1 queries).
+    struct fa_kv_cfg {
+        int64_t D, ratio, n_head_kv, n_kv, n_tokens;
+        ggml_type tk, tv;
+        int mask; // 0 none, 1 f32, 2 f16 + causal n_past
+    };
+    std::vector<fa_kv_cfg> kcfgs;
+    const std::pair<ggml_type, ggml_type> kv_types[] = {{GGML_TYPE_F16, GGML_TYPE_F16},   {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0},
+                                                        {GGML_TYPE_Q4_0, GGML_TYPE_Q4_0}, {GGML_TYPE_Q8_0, GGML_TYPE_F16},
+                                                        {GGML_TYPE_F16, GGML_TYPE_Q4_0}};
+    for (int64_t D : {64, 80, 96, 128}) {
+        for (auto [tk, tv] : kv_types) {
+            if (D % 32 != 0 && (tk != GGML_TYPE_F16 || tv != GGML_TYPE_F16)) continue;
+            for (int64_t ratio : {1, 4, 8}) {
+                for (int64_t n_kv : {1, 17, 255}) {
+                    for (int mask : {0, 1})
+                        kcfgs.push_back({D, ratio, 2, n_kv, n_kv == 17 ? 1 : 3, tk, tv, mask});
+                }
+            }
+        }
+    }
+    kcfgs.push_back({128, 8, 1, 4097, 1, GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, 1});
+    kcfgs.push_back({64, 4, 2, 4097, 2, GGML_TYPE_Q4_0, GGML_TYPE_Q4_0, 1});
+    kcfgs.push_back({80, 1, 2, 4097, 1, GGML_TYPE_F16, GGML_TYPE_F16, 0});
+    kcfgs.push_back({96, 4, 1, 4097, 5, GGML_TYPE_Q8_0, GGML_TYPE_F16, 2});
+    kcfgs.push_back({40, 4, 2, 255, 3, GGML_TYPE_F16, GGML_TYPE_F16, 1}); // D not a multiple of 16 (tails)
+    for (const fa_kv_cfg & kc : kcfgs) {
+        const bool kq = kc.tk != GGML_TYPE_F16;
+        const std::string nm = "D " + std::to_string(kc.D) + " tokens " + std::to_string(kc.n_tokens) + " heads " +
+                               std::to_string(kc.n_head_kv * kc.ratio) + "/" + std::to_string(kc.n_head_kv) + " n_kv " +
+                               std::to_string(kc.n_kv) + " k " + ggml_type_name(kc.tk) + " v " +
+                               ggml_type_name(kc.tv) +
+                               (kc.mask == 1   ? " mask f32"
+                                : kc.mask == 2 ? " mask f16 causal"
+                                               : "") +
+                               " cache-view";
+        // The kernel works on blocks of up to 16 query rows of one KV head. f32 math (K and V widened): f32 rounding
+        // only (measured <= 1.2e-12). A quantized K in a block of at most 4 rows is dotted in its integer format
+        // against q8_1-rounded queries (measured <= 1.6e-6). A wrong block, nibble, scale, mask or tile bound gives
+        // 1e-7 (a 0.1% score scale) to 1.
+        const int64_t rows = kc.ratio * kc.n_tokens, last_block = rows % 16 ? rows % 16 : 16;
+        const double tol = kq && std::min<int64_t>(rows, last_block) <= 4 ? 2e-5 : 1e-10;
+        add("flash_attn_ext", nm, tol, [=](ggml_context * ctx) {
+            const int64_t n_head = kc.n_head_kv * kc.ratio;
+            ggml_tensor * q0 = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, kc.D, n_head, kc.n_tokens); // [D, n_head, T]
+            ggml_set_name(q0, "q");
+            ggml_tensor * q = ggml_permute(ctx, q0, 0, 2, 1, 3); // [D, T, n_head]
+            const int64_t n_ctx = kc.n_kv + 17;
+            ggml_tensor * kcache = ggml_new_tensor_2d(ctx, kc.tk, kc.D * kc.n_head_kv, n_ctx);
+            ggml_tensor * vcache = ggml_new_tensor_2d(ctx, kc.tv, kc.D * kc.n_head_kv, n_ctx);
+            ggml_set_name(kcache, "k_cache");
+            ggml_set_name(vcache, "v_cache");
+            ggml_tensor * k = ggml_view_3d(ctx, kcache, kc.D, kc.n_kv, kc.n_head_kv, kcache->nb[1],
+                                           ggml_row_size(kc.tk, kc.D), 0); // [D, n_kv, n_head_kv]
+            ggml_tensor * v = ggml_view_3d(ctx, vcache, kc.D, kc.n_kv, kc.n_head_kv, vcache->nb[1],
+                                           ggml_row_size(kc.tv, kc.D), 0);
+            ggml_tensor * m = nullptr;
+            if (kc.mask) {
+                m = ggml_new_tensor_2d(ctx, kc.mask == 2 ? GGML_TYPE_F16 : GGML_TYPE_F32, kc.n_kv, kc.n_tokens);
+                ggml_set_name(m, "mask");
+            }
+            const int n_past = kc.mask == 2 ? (int)(kc.n_kv - kc.n_tokens) : -1;
+            return ggml_flash_attn_ext(ctx, q, k, v, m, 1.0f / std::sqrt((float)kc.D), n_past);
+        });
+    }
     return cases;
+}
+
+// A case with a q8_0/q4_0 KV cache (SET_ROWS into it, FLASH_ATTN_EXT reading it): CPU kernels only so far.
+inline bool backend_case_quantized_kv(const backend_case & c) {
+    return (c.group == "set_rows" || c.group == "flash_attn_ext") &&
+           (c.name.find("q8_0") != std::string::npos || c.name.find("q4_0") != std::string::npos);
 }
 
 // ---- one case on one backend ----------------------------------------------------------------------

@@ -47,6 +47,8 @@ TEST_CASE("bad flag values give an error naming the flag") {
         {{"-b", "99999999999999999999"}, "invalid integer"},
         {{"--bogus"}, "unknown argument '--bogus'"},
         {{"--cache-type", "q4"}, "unknown cache type"},
+        {{"-ctk", "q5_1"}, "unknown cache type 'q5_1' for -ctk (f32, f16, q8_0, q4_0)"},
+        {{"-ctv", "q8_0"}, "a quantized V cache (-ctv q8_0) needs flash attention (-fa)"},
         {{"--chat-template", "chatml"}, "unknown chat template"},
         {{"-f", "/nonexistent/prompt.txt"}, "cannot read prompt file"},
         {{"-s", "x"}, "invalid seed"},
@@ -59,6 +61,24 @@ TEST_CASE("bad flag values give an error naming the flag") {
         CHECK_MESSAGE(err.find(c.expect) != std::string::npos, err);
         CHECK(err.find('\n') == std::string::npos);
     }
+}
+
+TEST_CASE("KV cache types: -ctk / -ctv (any case), --cache-type sets both, a quantized V with -fa") {
+    llm_cli_params p;
+    std::string err;
+    CHECK(p.cache_type_k == GGML_TYPE_F16);
+    CHECK(p.cache_type_v == GGML_TYPE_F16);
+    REQUIRE(parse({"-ctk", "Q8_0", "-ctv", "q4_0", "-fa"}, p, err));
+    CHECK(p.cache_type_k == GGML_TYPE_Q8_0);
+    CHECK(p.cache_type_v == GGML_TYPE_Q4_0);
+    llm_cli_params p2;
+    REQUIRE(parse({"--cache-type", "f32"}, p2, err));
+    CHECK(p2.cache_type_k == GGML_TYPE_F32);
+    CHECK(p2.cache_type_v == GGML_TYPE_F32);
+    llm_cli_params p3;
+    REQUIRE(parse({"--cache-type-k", "q4_0"}, p3, err));  // a quantized K alone needs no -fa
+    CHECK(p3.cache_type_k == GGML_TYPE_Q4_0);
+    CHECK(p3.cache_type_v == GGML_TYPE_F16);
 }
 
 TEST_CASE("UTF-8 validation finds the first bad byte") {

@@ -1,6 +1,6 @@
 // test_cpy_get_rows.cpp - CPU dup/cont/cpy (all f32/f16/q8_0 pairs, non-contiguous views on
-// either side, different shapes with equal element counts) and get_rows, against element-wise
-// references built from the reference converters.
+// either side, different shapes with equal element counts), get_rows, and set_rows into quantized
+// KV caches, against element-wise references built from the reference converters.
 #include "cpu/ops.h"
 #include "ggml-impl.h"
 #include "tensor_test_util.h"
@@ -289,6 +289,56 @@ TEST_CASE("cpy: every quantized type to and from f32 / f16, permuted source, 1-3
                 compute(ctx, c4, nth);
                 CHECK(check_copy(q, flat) == 0);
                 ggml_free(ctx);
+            }
+        }
+    }
+}
+
+TEST_CASE("set_rows into q8_0 / q4_0 caches: written rows are the reference quantizer's bytes, others untouched") {
+    std::mt19937 rng(9);
+    for (ggml_type t : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0}) {
+        for (int64_t ne0 : {int64_t(32), int64_t(4096)}) {
+            for (bool strided : {false, true}) {
+                for (int nth = 1; nth <= 3; ++nth) {
+                    INFO(ggml_type_name(t) << " ne0 " << ne0 << (strided ? " transposed source" : ""));
+                    CAPTURE(nth);
+                    ggml_context * ctx = new_ctx();
+                    const int64_t n_rows = 9, n = 3, ne2 = 2;
+                    ggml_tensor * cache = ggml_new_tensor_3d(ctx, t, ne0, n_rows, ne2);  // [ne0, n_rows, ne2]
+                    fill(cache, rng);
+                    const std::vector<char> before((const char *) cache->data,
+                                                   (const char *) cache->data + ggml_nbytes(cache));
+                    ggml_tensor * src;  // f32 [ne0, n, ne2], plain or a transposed view
+                    if (strided) {
+                        ggml_tensor * s = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, n, ne0, ne2);
+                        fill(s, rng);
+                        src = ggml_transpose(ctx, s);
+                    } else {
+                        src = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, ne0, n, ne2);
+                        fill(src, rng);
+                    }
+                    ggml_tensor * ids = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n);
+                    const int32_t cells[n] = {7, 0, 4};
+                    std::memcpy(ids->data, cells, sizeof(cells));
+                    ggml_tensor * out = ggml_set_rows(ctx, cache, src, ids);
+                    REQUIRE(ggml_cpu_supports_op(out));
+                    compute(ctx, out, nth);
+                    std::vector<char> want = before;
+                    std::vector<float> row(ne0);
+                    for (int64_t i2 = 0; i2 < ne2; ++i2) {
+                        for (int64_t i = 0; i < n; ++i) {
+                            for (int64_t i0 = 0; i0 < ne0; ++i0)
+                                row[i0] = (float) rd(src, i0, i, i2, 0);
+                            char * dst = want.data() + (size_t) cells[i] * cache->nb[1] + i2 * cache->nb[2];
+                            if (t == GGML_TYPE_Q8_0)
+                                quantize_row_q8_0_ref(row.data(), (block_q8_0 *) dst, ne0);
+                            else
+                                quantize_row_q4_0_ref(row.data(), (block_q4_0 *) dst, ne0);
+                        }
+                    }
+                    CHECK(std::memcmp(cache->data, want.data(), want.size()) == 0);
+                    ggml_free(ctx);
+                }
             }
         }
     }

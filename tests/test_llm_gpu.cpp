@@ -30,7 +30,7 @@ std::vector<std::vector<float>> run(const std::string & path, int ngl, bool flas
     llm_context_params cp;
     cp.n_ctx = 256;
     cp.n_threads = 2;
-    cp.cache_type = LLM_CACHE_F32;
+    cp.type_k = cp.type_v = GGML_TYPE_F32;
     cp.flash_attn = flash;
     llm_context * c = llm_context_new(m, cp, &err);
     REQUIRE_MESSAGE(c != nullptr, err);

@@ -1,7 +1,7 @@
 // test_llm_logits.cpp - the Llama forward pass against an independent float64 numpy reference
 // (gguf-py/scripts/reference_forward.py) on small random GGUFs written by gguf-py/scripts/gen_random_llama.py;
 // the KV cache (prompt, split batches, decode deep into the cache, context shift), q8_0 / f16-cache /
-// flash-attention tolerances; the real stories260K model; loader errors on bad files.
+// flash-attention tolerances, q8_0/q4_0 KV caches; the real stories260K model; loader errors on bad files.
 #include "doctest/doctest.h"
 #include "gguf.h"
 #include "llm.h"
@@ -47,7 +47,7 @@ llm_context_params f32_params(int n_ctx, int n_batch, bool all_logits) {
     llm_context_params cp;
     cp.n_ctx = n_ctx;
     cp.n_batch = n_batch;
-    cp.cache_type = LLM_CACHE_F32;
+    cp.type_k = cp.type_v = GGML_TYPE_F32;
     cp.all_logits = all_logits;
     return cp;
 }
@@ -214,7 +214,7 @@ TEST_CASE("flash attention equals the mul_mat path; f16 cache and q8_0 weights w
     CHECK(e_fa < 1e-5);
 
     cp.flash_attn = false;
-    cp.cache_type = LLM_CACHE_F16;
+    cp.type_k = cp.type_v = GGML_TYPE_F16;
     const auto f16 = run(m.m, cp);
     const double e_f16 = max_rel_err(f16, base, n_vocab);
     CHECK(e_f16 < 2e-3);  // K/V rounded to 11 bits
@@ -251,7 +251,7 @@ TEST_CASE("context shift: removing cells re-rotates the moved keys (1 layer: exa
         const bool fa = variant & 1, f16 = variant & 2;
         llm_context_params cp = f32_params(64, 16, false);
         cp.flash_attn = fa;
-        if (f16) cp.cache_type = LLM_CACHE_F16;
+        if (f16) cp.type_k = cp.type_v = GGML_TYPE_F16;
         ctx_ptr c(m.m, cp);
         std::string err;
         REQUIRE_MESSAGE(llm_decode(c.c, toks.data(), 20, &err), err);
@@ -270,6 +270,121 @@ TEST_CASE("context shift: removing cells re-rotates the moved keys (1 layer: exa
         llm_kv_clear(c.c);
         CHECK(llm_n_past(c.c) == 0);
     }
+}
+
+// head_dim 64 (a multiple of the q8_0/q4_0 block), GQA 4/2, llama3 rope_freqs
+const char * k_kvq_args = "--n-embd 256 --n-ff 512 --n-layer 2 --n-head 4 --n-head-kv 2 --n-vocab 300 --vocab none "
+                          "--theta 500000 --rope-freqs --ctx 512 --outtype f32 --seed 6";
+
+TEST_CASE("quantized KV cache (q8_0, q4_0; K and V apart): logits within tolerance of the f16 cache and the reference") {
+    const std::string p = gen_model("kvq", k_kvq_args);
+    model_ptr m(p);
+    const int n_vocab = llm_model_hparams(m.m).n_vocab;
+    const auto toks = random_tokens(60, n_vocab, 17);
+    const auto ref = ref_logits(p, toks, n_vocab);
+    // 40 prompt tokens in batches of 16, then 20 single steps: every row's logits
+    auto run = [&](ggml_type tk, ggml_type tv, bool fa) {
+        llm_context_params cp = f32_params(64, 16, true);
+        cp.type_k = tk;
+        cp.type_v = tv;
+        cp.flash_attn = fa;
+        ctx_ptr c(m.m, cp);
+        const llm_perf perf = llm_get_perf(c.c);
+        // 2 layers x 64 cells x 128 values (2 KV heads x 64) per tensor
+        CHECK(perf.kv_k_bytes == 2 * ggml_row_size(tk, 128) * 64);
+        CHECK(perf.kv_v_bytes == 2 * ggml_row_size(tv, 128) * 64);
+        std::vector<float> out;
+        std::string err;
+        REQUIRE_MESSAGE(llm_decode(c.c, toks.data(), 40, &err), err);
+        for (int i = 0; i < 40; ++i) out.insert(out.end(), llm_get_logits_ith(c.c, i), llm_get_logits_ith(c.c, i) + n_vocab);
+        for (int i = 40; i < 60; ++i) {
+            REQUIRE_MESSAGE(llm_decode(c.c, toks.data() + i, 1, &err), err);
+            out.insert(out.end(), llm_get_logits(c.c), llm_get_logits(c.c) + n_vocab);
+        }
+        return out;
+    };
+    const auto f16 = run(GGML_TYPE_F16, GGML_TYPE_F16, true);
+    const auto q8 = run(GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, true);
+    const auto q4 = run(GGML_TYPE_Q4_0, GGML_TYPE_Q4_0, true);
+    const auto q8k = run(GGML_TYPE_Q8_0, GGML_TYPE_F16, false);  // quantized K through the mul_mat path
+    const auto q8k_fa = run(GGML_TYPE_Q8_0, GGML_TYPE_F16, true);
+    const auto q4v = run(GGML_TYPE_F16, GGML_TYPE_Q4_0, true);
+    const double e_f16 = max_rel_err(f16, ref, n_vocab);
+    const double e_q8 = max_rel_err(q8, f16, n_vocab), e_q8_ref = max_rel_err(q8, ref, n_vocab);
+    const double e_q4 = max_rel_err(q4, f16, n_vocab), e_q4_ref = max_rel_err(q4, ref, n_vocab);
+    const double e_q8k = max_rel_err(q8k, q8k_fa, n_vocab), e_q8k_ref = max_rel_err(q8k_fa, ref, n_vocab);
+    const double e_q4v = max_rel_err(q4v, f16, n_vocab);
+    MESSAGE("max rel err of the logits: f16 cache vs reference " << e_f16 << "; q8_0 K+V vs f16 " << e_q8
+                                                               << " (vs reference " << e_q8_ref << "); q4_0 K+V vs f16 "
+                                                               << e_q4 << " (vs reference " << e_q4_ref
+                                                               << "); q8_0 K: mul_mat vs flash " << e_q8k
+                                                               << ", vs reference " << e_q8k_ref << "; q4_0 V vs f16 "
+                                                               << e_q4v);
+    CHECK(e_f16 < 2e-3);
+    CHECK(e_q8 < 2e-2);  // stated tolerance of a q8_0 cache: 2% of the largest logit
+    CHECK(e_q8_ref < 2e-2);
+    CHECK(e_q4 < 2e-1);  // q4_0: 20%
+    CHECK(e_q4_ref < 2e-1);
+    CHECK(e_q8k < 2e-3);  // the same q8_0 keys through the two attention paths
+    CHECK(e_q8k_ref < 2e-2);
+    CHECK(e_q4v < 2e-1);
+    CHECK(e_q8 > 0);  // the cache really is quantized
+}
+
+TEST_CASE("quantized KV cache: context shift re-rotates and requantizes the moved keys (1 layer: vs the reference)") {
+    // one layer: the cached K/V of a token depend only on the token and its position (see the f32/f16 case above)
+    const std::string p = gen_model("kvq_1layer",
+                                    "--n-embd 256 --n-ff 512 --n-layer 1 --n-head 4 --n-head-kv 2 --n-vocab 300 --vocab "
+                                    "none --theta 500000 --rope-freqs --ctx 512 --outtype f32 --seed 7");
+    model_ptr m(p);
+    const int n_vocab = llm_model_hparams(m.m).n_vocab;
+    const auto toks = random_tokens(21, n_vocab, 13);
+    std::vector<int32_t> shortened(toks.begin(), toks.begin() + 4);
+    shortened.insert(shortened.end(), toks.begin() + 9, toks.end());
+    const auto ref = ref_logits(p, shortened, n_vocab);
+    for (ggml_type t : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0}) {
+        llm_context_params cp = f32_params(64, 16, false);
+        cp.flash_attn = true;
+        cp.type_k = cp.type_v = t;
+        ctx_ptr c(m.m, cp);
+        std::string err;
+        REQUIRE_MESSAGE(llm_decode(c.c, toks.data(), 20, &err), err);
+        llm_kv_remove(c.c, 4, 9);
+        CHECK(llm_n_past(c.c) == 15);
+        REQUIRE_MESSAGE(llm_decode(c.c, toks.data() + 20, 1, &err), err);
+        const double e = rel_err(llm_get_logits(c.c), ref.data() + (shortened.size() - 1) * n_vocab, n_vocab);
+        MESSAGE("context shift, " << std::string(ggml_type_name(t)) << " cache: rel err " << e);
+        CHECK(e < (t == GGML_TYPE_Q8_0 ? 2e-2 : 2e-1));
+    }
+}
+
+TEST_CASE("quantized KV cache: bad combinations are one-line errors") {
+    const std::string p = gen_model("kvq", k_kvq_args);
+    model_ptr m(p);
+    std::string err;
+    llm_context_params cp = f32_params(64, 16, false);
+    cp.type_k = GGML_TYPE_F16;
+    cp.type_v = GGML_TYPE_Q8_0;  // without flash attention
+    CHECK(llm_context_new(m.m, cp, &err) == nullptr);
+    CHECK(err == "a quantized V cache (q8_0) needs flash attention (-fa)");
+    cp.type_v = GGML_TYPE_Q4_1;  // not a cache type
+    cp.flash_attn = true;
+    CHECK(llm_context_new(m.m, cp, &err) == nullptr);
+    CHECK(err == "KV cache type q4_1 is not supported (f32, f16, q8_0, q4_0)");
+    ggml_type t;
+    CHECK(llm_kv_type_from_name("Q8_0", &t));
+    CHECK(t == GGML_TYPE_Q8_0);
+    CHECK(llm_kv_type_from_name("f32", &t));
+    CHECK(t == GGML_TYPE_F32);
+    CHECK_FALSE(llm_kv_type_from_name("q8", &t));
+    CHECK_FALSE(llm_kv_type_from_name("q4_1", &t));
+    // a head size of 16 (llama3 test shape) is no multiple of the 32-block
+    const std::string p3 = gen_model("l3_f32", std::string(k_llama3_args) + " --outtype f32 --seed 2");
+    model_ptr m3(p3);
+    cp.type_k = GGML_TYPE_Q8_0;
+    cp.type_v = GGML_TYPE_F16;
+    CHECK(llm_context_new(m3.m, cp, &err) == nullptr);
+    CHECK(err == "KV cache type q8_0 needs a head size that is a multiple of 32 (this model's is 16)");
 }
 
 TEST_CASE("decode errors: context overflow and bad token ids are clean errors") {

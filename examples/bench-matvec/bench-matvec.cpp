@@ -14,30 +14,26 @@
 // GB/s of weight bytes read. Several weight copies are rotated through (total >= --total-mb,
 // default 3x the L3 size capped at 1536 MB) so that no run is served from cache. Each run is one
 // graph of mul_mat nodes (one per copy) computed with ggml_graph_compute_with_ctx; the median
-// run is reported. Memory bandwidth: a large memcpy (read + write bytes counted) and a read-only
-// sum reduction (one stream, and 4 interleaved streams with software prefetch, as a 4-row tile
-// reads), on the same thread counts. The "read BW" column of the mat-vec table is the 4-stream read
-// measured in alternation with that row's runs (median): the shared machine's bandwidth drifts.
+// run is reported. Memory bandwidth (examples/common/membw.h): a large memcpy (read + write bytes
+// counted) and a read-only sum reduction (one stream, and 4 interleaved streams with software
+// prefetch, as a 4-row tile reads), on the same thread counts. The "read BW" column of the mat-vec
+// table is the 4-stream read measured in alternation with that row's runs (median): the shared
+// machine's bandwidth drifts.
 #include "ggml.h"
+#include "membw.h"
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
-#include <thread>
-#include <unistd.h>
 #include <vector>
-
-#if defined(__AVX512F__)
-#include <immintrin.h>
-#endif
 
 namespace {
 
@@ -48,128 +44,9 @@ double median(std::vector<double> v) {
     return v[v.size() / 2];
 }
 
-// Run fn(ith) on nth threads; returns wall seconds from a common start to the last finish.
-template <typename F> double run_threads(int nth, F fn) {
-    std::atomic<int> ready{0};
-    std::atomic<bool> go{false};
-    std::vector<std::thread> th;
-    for (int i = 0; i < nth; ++i) {
-        th.emplace_back([&, i] {
-            ready.fetch_add(1);
-            while (!go.load(std::memory_order_acquire)) {}
-            fn(i);
-        });
-    }
-    while (ready.load() < nth) {}
-    const double t0 = now_s();
-    go.store(true, std::memory_order_release);
-    for (auto & t : th)
-        t.join();
-    return now_s() - t0;
-}
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized" // GCC 12: _mm512_reduce_add_ps uses _mm512_undefined
-#endif
-float sum_floats(const float * p, size_t n) {
-#if defined(__AVX512F__)
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    size_t i = 0;
-    for (; i + 64 <= n; i += 64) {
-        a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
-        a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
-        a2 = _mm512_add_ps(a2, _mm512_load_ps(p + i + 32));
-        a3 = _mm512_add_ps(a3, _mm512_load_ps(p + i + 48));
-    }
-    float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-    for (; i < n; ++i)
-        s += p[i];
-    return s;
-#else
-    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        s0 += p[i];
-        s1 += p[i + 1];
-        s2 += p[i + 2];
-        s3 += p[i + 3];
-    }
-    for (; i < n; ++i)
-        s0 += p[i];
-    return s0 + s1 + s2 + s3;
-#endif
-}
-
-// Read-only sum over 4 interleaved streams (the 4 quarters of [p, p + n)) with software prefetch,
-// as a 4-row mat-vec tile reads its weights: more streams in flight than one sequential read.
-float sum_floats_4streams(const float * p, size_t n) {
-#if defined(__AVX512F__)
-    const size_t q = n / 4 / 64 * 64;
-    const float * s[4] = {p, p + q, p + 2 * q, p + 3 * q};
-    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
-    for (size_t i = 0; i < q; i += 32) {
-        for (int j = 0; j < 4; ++j) {
-            _mm_prefetch((const char *)(s[j] + i) + 512, _MM_HINT_T0);
-            a[j] = _mm512_add_ps(a[j], _mm512_add_ps(_mm512_load_ps(s[j] + i), _mm512_load_ps(s[j] + i + 16)));
-        }
-    }
-    float r = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])));
-    for (size_t i = 4 * q; i < n; ++i)
-        r += p[i];
-    return r;
-#else
-    return sum_floats(p, n);
-#endif
-}
-
-struct bw_result {
-    double copy_gbs, read_gbs, read4_gbs;
-};
-
-bw_result measure_bandwidth(size_t bytes, int nth, int runs) {
-    char * a = (char *)std::aligned_alloc(64, bytes);
-    char * b = (char *)std::aligned_alloc(64, bytes);
-    std::memset(a, 1, bytes);
-    std::memset(b, 2, bytes);
-    const size_t per = bytes / nth / 64 * 64;
-    std::vector<double> tc, tr, t4;
-    std::atomic<float> sink{0};
-    for (int r = 0; r < runs; ++r) {
-        tc.push_back(run_threads(nth, [&](int i) { std::memcpy(b + i * per, a + i * per, per); }));
-        tr.push_back(run_threads(nth, [&](int i) {
-            const float s = sum_floats((const float *)(a + i * per), per / sizeof(float));
-            sink.store(s, std::memory_order_relaxed);
-        }));
-        t4.push_back(run_threads(nth, [&](int i) {
-            const float s = sum_floats_4streams((const float *)(a + i * per), per / sizeof(float));
-            sink.store(s, std::memory_order_relaxed);
-        }));
-    }
-    std::free(a);
-    std::free(b);
-    return {2.0 * per * nth / median(tc) / 1e9, (double)per * nth / median(tr) / 1e9,
-            (double)per * nth / median(t4) / 1e9};
-}
-
-// A buffer for read-bandwidth probes interleaved with the kernel runs (the machine is shared and
-// its bandwidth drifts: a ratio of medians taken in alternation is the fair comparison).
-struct bw_probe {
-    char * buf = nullptr;
-    size_t bytes = 0;
-    double read_gbs(int nth) const { // one 4-stream read of the buffer
-        const size_t per = bytes / nth / 64 * 64;
-        std::atomic<float> sink{0};
-        const double t = run_threads(nth, [&](int i) {
-            sink.store(sum_floats_4streams((const float *)(buf + i * per), per / sizeof(float)),
-                       std::memory_order_relaxed);
-        });
-        return (double)per * nth / t / 1e9;
-    }
-};
-
 struct mv_result {
     double ms, gbs, max_rel_err;
-    double read_gbs; // bw_probe median over runs alternating with the kernel's (0: no probe)
+    double read_gbs; // membw_probe median over runs alternating with the kernel's (0: no probe)
 };
 
 // The type the CPU mul_mat quantizes activations to for weights of `type` (the reference
@@ -221,7 +98,7 @@ std::vector<float> round_activations(ggml_type type, const std::vector<float> & 
 }
 
 // y = W x for `copies` copies of W [K, M] (ggml: a [K, M], b [K, 1]).
-mv_result bench_matvec(ggml_type type, int64_t M, int64_t K, int copies, int nth, int runs, const bw_probe * probe) {
+mv_result bench_matvec(ggml_type type, int64_t M, int64_t K, int copies, int nth, int runs, const membw_probe * probe) {
     const size_t wbytes = ggml_row_size(type, K) * M;
     ggml_context * ctx =
         ggml_init({ggml_tensor_overhead() * (3 * copies + 8) + ggml_graph_overhead_custom(4 * copies + 16) + (1 << 20),
@@ -396,22 +273,20 @@ int main(int argc, char ** argv) {
         }
     }
     if (threads.empty() || types.empty() || shapes.empty()) return usage();
-    long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-    if (l3 <= 0) l3 = 32l << 20;
+    const long l3 = (long)membw_l3_bytes();
     if (total_mb < 0) total_mb = std::min(3 * l3 / (1 << 20), 1536l);
     printf("L3 %ld MiB (reported), weight rotation >= %ld MB, %d runs (median)\n\n", l3 >> 20, total_mb, runs);
 
     const size_t bw_bytes =
         std::max<size_t>(size_t(total_mb) << 19, size_t(256) << 20); // half the rotation, >= 256 MiB
-    bw_probe probe;
+    // read-bandwidth probes interleaved with the kernel runs (the machine is shared and its
+    // bandwidth drifts: a ratio of medians taken in alternation is the fair comparison)
+    std::unique_ptr<membw_probe> probe;
     if (do_bw) {
-        probe.bytes = bw_bytes;
-        probe.buf = (char *)std::aligned_alloc(64, bw_bytes);
-        GGML_ASSERT(probe.buf);
-        std::memset(probe.buf, 1, bw_bytes);
+        probe = std::make_unique<membw_probe>(bw_bytes);
         printf("| memory bandwidth | threads | GB/s |\n|---|---|---|\n");
         for (int nth : threads) {
-            const bw_result bw = measure_bandwidth(bw_bytes, nth, std::max(3, runs / 2));
+            const membw_result bw = membw_measure(bw_bytes, nth, std::max(3, runs / 2));
             printf("| memcpy %zu MiB (read + write counted) | %d | %.1f |\n", bw_bytes >> 20, nth, bw.copy_gbs);
             printf("| sum reduction %zu MiB (read only) | %d | %.1f |\n", bw_bytes >> 20, nth, bw.read_gbs);
             printf("| sum reduction, 4 streams + prefetch (read only) | %d | %.1f |\n", nth, bw.read4_gbs);
@@ -442,7 +317,7 @@ int main(int argc, char ** argv) {
             const size_t wbytes = ggml_row_size(type, s[1]) * s[0];
             const int copies = (int)std::max<int64_t>(2, (int64_t)((total_mb << 20) + wbytes - 1) / (int64_t)wbytes);
             for (int nth : threads) {
-                const mv_result r = bench_matvec(type, s[0], s[1], copies, nth, runs, do_bw ? &probe : nullptr);
+                const mv_result r = bench_matvec(type, s[0], s[1], copies, nth, runs, probe.get());
                 const double pct = r.read_gbs > 0 ? 100.0 * r.gbs / r.read_gbs : 0.0;
                 printf("| %s | %lld x %lld | %d | %d | %.3f | %.1f | %.1f | %.0f%% | %.1e |\n", ggml_type_name(type),
                        (long long)s[0], (long long)s[1], nth, copies, r.ms, r.gbs, r.read_gbs, pct, r.max_rel_err);
@@ -463,6 +338,5 @@ int main(int argc, char ** argv) {
             }
         }
     }
-    std::free(probe.buf);
     return 0;
 }

@@ -1,13 +1,24 @@
 // bench - prompt processing and generation speed, like llama.cpp's llama-bench.
 //
 //   bench -m model.gguf [-m model2.gguf] [-p 512] [-n 128] [-d 0,4096] [-ngl 99] [-t 2] [-b 512] [-r 3]
-//         [-fa 0|1] [-mmp 0|1] [-o md|json]
+//         [-fa 0|1] [-ctk T] [-ctv T] [-mmp 0|1] [-o md|json] [--no-roofline] [--probe-mib N]
 //
 // Tests per model and depth d: pp<p> (p random tokens in one decode, timed), tg<n> (n tokens decoded one at
 // a time, timed); at depth d the cache is first filled with d tokens (untimed). Each test runs r times after
 // one warm-up; t/s is reported as mean ± stddev over the repetitions.
+//
+// Roofline of a tg test: the t/s at which every weight byte (the model size column: the file's tensor bytes)
+// is read once per token at the measured memory bandwidth (the KV cache at depth d is not counted), and the
+// percent of it reached, per repetition, then mean ± stddev. CPU: the read bandwidth (4 interleaved streams
+// with prefetch, as a 4-row mat-vec tile reads; examples/common/membw.h) on the bench's threads, measured
+// just before and just after each repetition (a shared machine's bandwidth drifts within minutes) and
+// averaged. CUDA: the device-to-device copy bandwidth (bytes read + written), measured once per process.
 #include "llm.h"
+#include "membw.h"
 #include "model-info.h"
+#ifdef GGML_USE_CUDA
+#include "ggml-cuda.h"
+#endif
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +26,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -33,6 +45,9 @@ struct bench_params {
     int  reps = 3;
     bool flash_attn = false;
     bool use_mmap = true;
+    ggml_type type_k = GGML_TYPE_F16, type_v = GGML_TYPE_F16;  // -ctk, -ctv
+    bool roofline = true;
+    int  probe_mib = 0;  // 0: membw_probe_bytes()
     std::string output = "md";
 };
 
@@ -46,8 +61,11 @@ void usage(const char * prog) {
            "  -b N          batch size (default 512)\n"
            "  -r N          repetitions (default 3)\n"
            "  -fa 0|1       flash attention (default 0)\n"
+           "  -ctk T, -ctv T  KV cache type of K / V: f16 (default), f32, q8_0, q4_0 (a quantized V needs -fa 1)\n"
            "  -mmp 0|1      use the weights in place from the file mapping (default 1)\n"
-           "  -o md|json    output format (default md)\n",
+           "  -o md|json    output format (default md)\n"
+           "  --no-roofline skip the bandwidth measurements (the roofline columns print -)\n"
+           "  --probe-mib N CPU read-bandwidth probe buffer in MiB (default: 3x the L3, 256 to 1024)\n",
            prog);
 }
 
@@ -81,7 +99,24 @@ bool parse_args(int argc, char ** argv, bench_params & p, std::string & err) {
             usage(argv[0]);
             exit(0);
         }
-        static const char * known[] = {"-m", "-p", "-n", "-d", "-ngl", "-t", "-b", "-r", "-fa", "-mmp", "-o"};
+        if (a == "--no-roofline") {
+            p.roofline = false;
+            continue;
+        }
+        if (a == "-ctk" || a == "-ctv" || a == "--cache-type-k" || a == "--cache-type-v") {
+            if (i + 1 >= argc) {
+                err = "missing value for " + a;
+                return false;
+            }
+            const std::string v = argv[++i];
+            if (!llm_kv_type_from_name(v, a == "-ctk" || a == "--cache-type-k" ? &p.type_k : &p.type_v)) {
+                err = "unknown cache type '" + v + "' for " + a + " (" + llm_kv_type_names() + ")";
+                return false;
+            }
+            continue;
+        }
+        static const char * known[] = {"-m", "-p", "-n", "-d", "-ngl", "-t", "-b", "-r", "-fa", "-mmp", "-o",
+                                       "--probe-mib"};
         if (std::find(std::begin(known), std::end(known), a) == std::end(known)) {
             err = "unknown argument " + a;
             return false;
@@ -100,6 +135,7 @@ bool parse_args(int argc, char ** argv, bench_params & p, std::string & err) {
         else if (a == "-t") ok = parse_int(v, p.n_threads) && p.n_threads > 0;
         else if (a == "-b") ok = parse_int(v, p.n_batch) && p.n_batch > 0;
         else if (a == "-r") ok = parse_int(v, p.reps) && p.reps > 0;
+        else if (a == "--probe-mib") ok = parse_int(v, p.probe_mib) && p.probe_mib > 0 && p.probe_mib <= (1 << 20);
         else if (a == "-fa") {
             int f;
             ok = parse_int(v, f) && f <= 1;
@@ -120,6 +156,10 @@ bool parse_args(int argc, char ** argv, bench_params & p, std::string & err) {
             return false;
         }
     }
+    if (ggml_is_quantized(p.type_v) && !p.flash_attn) {
+        err = std::string("a quantized V cache (-ctv ") + ggml_type_name(p.type_v) + ") needs flash attention (-fa 1)";
+        return false;
+    }
     if (p.models.empty()) {
         err = "no model given (-m)";
         return false;
@@ -128,27 +168,70 @@ bool parse_args(int argc, char ** argv, bench_params & p, std::string & err) {
     return true;
 }
 
+double mean(const std::vector<double> & v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return v.empty() ? 0 : s / v.size();
+}
+
+double stddev(const std::vector<double> & v) {  // sample standard deviation; 0 for fewer than 2
+    if (v.size() < 2) return 0;
+    const double m = mean(v);
+    double s = 0;
+    for (double x : v) s += (x - m) * (x - m);
+    return std::sqrt(s / (v.size() - 1));
+}
+
 struct result {
     std::string model_path, model_desc, backend, test;
     uint64_t size = 0, n_params = 0;
     int n_prompt = 0, n_gen = 0, depth = 0;
     std::vector<double> samples_ns;
-    double avg_ts() const {
-        double s = 0;
-        for (double ns : samples_ns) s += (n_prompt + n_gen) / (ns * 1e-9);
-        return s / samples_ns.size();
+    // tg tests with a roofline: the bandwidth each repetition ran at (GB/s; CPU: the mean of the read
+    // probes just before and just after it; CUDA: the one copy figure) and what was measured
+    std::vector<double> bw_gbs;
+    std::string bw_kind;
+
+    std::vector<double> samples_ts() const {
+        std::vector<double> v;
+        for (double ns : samples_ns) v.push_back((n_prompt + n_gen) / (ns * 1e-9));
+        return v;
     }
-    double stddev_ts() const {
-        if (samples_ns.size() < 2) return 0;
-        const double m = avg_ts();
-        double s = 0;
-        for (double ns : samples_ns) {
-            const double ts = (n_prompt + n_gen) / (ns * 1e-9);
-            s += (ts - m) * (ts - m);
-        }
-        return std::sqrt(s / (samples_ns.size() - 1));
+    double avg_ts() const { return mean(samples_ts()); }
+    double stddev_ts() const { return stddev(samples_ts()); }
+    bool has_roofline() const { return !bw_gbs.empty() && bw_gbs.size() == samples_ns.size() && size > 0; }
+    // t/s if every weight byte were read once per token at the bandwidth of each repetition
+    std::vector<double> samples_roofline_ts() const {
+        std::vector<double> v;
+        for (double bw : bw_gbs) v.push_back(bw * 1e9 / size);
+        return v;
+    }
+    std::vector<double> samples_roofline_pct() const {
+        std::vector<double> v, ts = samples_ts(), roof = samples_roofline_ts();
+        for (size_t i = 0; i < ts.size() && i < roof.size(); ++i) v.push_back(100.0 * ts[i] / roof[i]);
+        return v;
     }
 };
+
+// " 41.2 40.8 ..." (one decimal)
+std::string fmt_list(const std::vector<double> & v) {
+    std::string s;
+    char b[32];
+    for (double x : v) {
+        snprintf(b, sizeof(b), " %.1f", x);
+        s += b;
+    }
+    return s;
+}
+
+// "mean ± stddev", the mean alone when every sample is the same (one measurement), "-" for none
+std::string fmt_mean_sd(const std::vector<double> & v) {
+    if (v.empty()) return "-";
+    char b[64];
+    if (std::all_of(v.begin(), v.end(), [&](double x) { return x == v[0]; })) snprintf(b, sizeof(b), "%.2f", v[0]);
+    else snprintf(b, sizeof(b), "%.2f ± %.2f", mean(v), stddev(v));
+    return b;
+}
 
 bool decode_random(llm_context * ctx, int n, int n_vocab, std::mt19937 & rng, bool one_by_one, std::string & err) {
     std::vector<int32_t> toks(n);
@@ -161,9 +244,10 @@ bool decode_random(llm_context * ctx, int n, int n_vocab, std::mt19937 & rng, bo
     return true;
 }
 
-// One test (pp or tg at a depth): a fresh context, a warm-up, then reps timed runs.
-bool run_test(llm_model * model, const bench_params & bp, int n_prompt, int n_gen, int depth, result & r,
-              std::string & err) {
+// One test (pp or tg at a depth): a fresh context, a warm-up, then reps timed runs. With a probe, its read
+// bandwidth is measured before the first run and after each (r.bw_gbs: the mean of the two around a run).
+bool run_test(llm_model * model, const bench_params & bp, int n_prompt, int n_gen, int depth,
+              const membw_probe * probe, result & r, std::string & err) {
     const int n_vocab = llm_model_hparams(model).n_vocab;
     llm_context_params cp;
     cp.n_ctx = depth + n_prompt + n_gen + 1;
@@ -171,23 +255,39 @@ bool run_test(llm_model * model, const bench_params & bp, int n_prompt, int n_ge
     cp.n_batch = n_prompt == 0 && depth == 0 ? 1 : bp.n_batch;
     cp.n_threads = bp.n_threads;
     cp.flash_attn = bp.flash_attn;
+    cp.type_k = bp.type_k;
+    cp.type_v = bp.type_v;
     llm_context * ctx = llm_context_new(model, cp, &err);
     if (!ctx) return false;
     const llm_perf mem = llm_get_perf(ctx);
-    fprintf(stderr, "%s: KV cache %.2f MiB (n_ctx %d), compute buffers %.3f MiB (planned for %d tokens)\n",
+    fprintf(stderr,
+            "%s: KV cache %.2f MiB (n_ctx %d; K %s %.2f MiB, V %s %.2f MiB), compute buffers %.3f MiB (planned for %d "
+            "tokens)\n",
             n_prompt > 0 ? ("pp" + std::to_string(n_prompt)).c_str() : ("tg" + std::to_string(n_gen)).c_str(),
-            mem.kv_bytes / 1048576.0, cp.n_ctx, mem.compute_buffer_bytes / 1048576.0, std::min(cp.n_batch, cp.n_ctx));
+            mem.kv_bytes / 1048576.0, cp.n_ctx, ggml_type_name(cp.type_k), mem.kv_k_bytes / 1048576.0,
+            ggml_type_name(cp.type_v), mem.kv_v_bytes / 1048576.0, mem.compute_buffer_bytes / 1048576.0,
+            std::min(cp.n_batch, cp.n_ctx));
     std::mt19937 rng(1234);
     bool ok = true;
     if (depth > 0) ok = decode_random(ctx, depth, n_vocab, rng, false, err);  // untimed fill
     // warm-up: touch every weight once (pages of the mapping, caches)
     ok = ok && decode_random(ctx, n_prompt > 0 ? std::min(n_prompt, bp.n_batch) : 1, n_vocab, rng, false, err);
+    std::vector<double> probes;  // GB/s: before the first run, then after each
+    if (ok && probe) probes.push_back(probe->read_gbs(bp.n_threads));
     for (int rep = 0; ok && rep < bp.reps; ++rep) {
         llm_kv_remove(ctx, depth, llm_n_past(ctx));  // back to the depth
         const int64_t t0 = ggml_time_us();
         ok = n_prompt > 0 ? decode_random(ctx, n_prompt, n_vocab, rng, false, err)
                           : decode_random(ctx, n_gen, n_vocab, rng, true, err);
         r.samples_ns.push_back((ggml_time_us() - t0) * 1e3);
+        if (probe) {
+            probes.push_back(probe->read_gbs(bp.n_threads));
+            r.bw_gbs.push_back(0.5 * (probes[rep] + probes[rep + 1]));
+        }
+    }
+    if (ok && probe) {
+        fprintf(stderr, "%s: read bandwidth before the first run and after each:%s GB/s; roofline reached:%s %%\n",
+                r.test.c_str(), fmt_list(probes).c_str(), fmt_list(r.samples_roofline_pct()).c_str());
     }
     llm_context_free(ctx);
     return ok;
@@ -222,14 +322,45 @@ int main(int argc, char ** argv) {
 
     std::vector<result> results;
     const bool md = bp.output == "md";
-    if (md) {
-        printf("| %-28s | %10s | %10s | %-7s | %3s | %7s | %2s | %16s | %20s |\n", "model", "size", "params", "backend",
-               "ngl", "threads", "fa", "test", "t/s");
-        printf("| %.28s | %.10s | %.10s | %.7s | %.3s | %.7s | %.2s | %.16s | %.20s |\n", "------------------------------",
-               "---------------:", "---------------:", "--------", "--:", "------:", "-:", "---------------:",
-               "-------------------:");
-        fflush(stdout);
-    }
+    FILE * info = md ? stdout : stderr;  // lines above the table; json output stays pure JSON
+
+    // the roofline's bandwidth: the CPU's read bandwidth around each tg run, or the GPU's copy bandwidth once;
+    // set up after the first model loaded (a bad file costs no measurement), with the lines above the table
+    const bool any_tg = std::any_of(bp.n_gen.begin(), bp.n_gen.end(), [](int n) { return n > 0; });
+    std::unique_ptr<membw_probe> probe;
+    double gpu_bw_gbs = 0;
+    bool header_done = false;
+    auto begin_output = [&](bool gpu) {
+        if (header_done) return;
+        header_done = true;
+        if (bp.roofline && any_tg && gpu) {
+#ifdef GGML_USE_CUDA
+            const int device = llm_model_params().main_gpu;
+            gpu_bw_gbs = ggml_backend_cuda_copy_bandwidth_gbs(device);
+            if (gpu_bw_gbs > 0) {
+                fprintf(info, "roofline of CUDA tg rows: model size / %.1f GB/s, the device-to-device copy bandwidth "
+                              "of CUDA%d (cudaMemcpy, bytes read + written, median)\n\n",
+                        gpu_bw_gbs, device);
+            } else {
+                fprintf(stderr, "warning: CUDA%d copy bandwidth not measured: no roofline\n", device);
+            }
+#endif
+        } else if (bp.roofline && any_tg) {
+            probe = std::make_unique<membw_probe>(bp.probe_mib > 0 ? size_t(bp.probe_mib) << 20 : membw_probe_bytes());
+            fprintf(info, "roofline of CPU tg rows: model size / read bandwidth (4 streams + prefetch, %d threads, "
+                          "%zu MiB), the mean of the probes just before and just after each repetition\n\n",
+                    bp.n_threads, probe->bytes() >> 20);
+        }
+        if (md) {
+            printf("| %-28s | %10s | %10s | %-7s | %3s | %7s | %2s | %16s | %20s | %20s | %14s |\n", "model", "size",
+                   "params", "backend", "ngl", "threads", "fa", "test", "t/s", "roofline t/s", "% roofline");
+            printf("| %.28s | %.10s | %.10s | %.7s | %.3s | %.7s | %.2s | %.16s | %.20s | %.20s | %.14s |\n",
+                   "------------------------------", "---------------:", "---------------:", "--------", "--:",
+                   "------:", "-:", "---------------:", "-------------------:", "-------------------:",
+                   "-------------:");
+        }
+        fflush(info);
+    };
     for (const std::string & path : bp.models) {
         llm_model_params mp;
         mp.n_gpu_layers = bp.n_gpu_layers;
@@ -244,6 +375,12 @@ int main(int argc, char ** argv) {
         const std::string desc = llm_model_desc_ftype(model);  // "llama 6.7B Q4_K - Medium", as llama-bench
         fprintf(stderr, "%s: %s\n", path.c_str(), desc.c_str());
         llm_type_summary_print(stderr, llm_model_type_summary(model), "  ");
+        begin_output(gpu);  // every model runs where the first does (same -ngl)
+        if (gpu && gpu_bw_gbs > 0 && bp.n_gpu_layers <= llm_model_hparams(model).n_layer) {
+            fprintf(stderr, "note: partial offload (-ngl %d of %d layers + output): the roofline counts every weight "
+                            "at the GPU's bandwidth (an upper bound)\n",
+                    bp.n_gpu_layers, llm_model_hparams(model).n_layer);
+        }
         for (int d : bp.depth) {
             std::vector<std::pair<int, int>> tests;
             for (int p : bp.n_prompt) if (p > 0) tests.push_back({p, 0});
@@ -260,17 +397,26 @@ int main(int argc, char ** argv) {
                 r.depth = d;
                 r.test = p > 0 ? "pp" + std::to_string(p) : "tg" + std::to_string(n);
                 if (d > 0) r.test += " @ d" + std::to_string(d);
-                if (!run_test(model, bp, p, n, d, r, err)) {
+                const bool cpu_roofline = n > 0 && !gpu && probe;
+                if (!run_test(model, bp, p, n, d, cpu_roofline ? probe.get() : nullptr, r, err)) {
                     fprintf(stderr, "error: %s: %s: %s\n", path.c_str(), r.test.c_str(), err.c_str());
                     llm_model_free(model);
                     return 1;
                 }
+                if (cpu_roofline) r.bw_kind = "cpu_read_4streams";
+                if (n > 0 && gpu && gpu_bw_gbs > 0) {
+                    r.bw_kind = "cuda_d2d_copy";
+                    r.bw_gbs.assign(r.samples_ns.size(), gpu_bw_gbs);
+                }
                 if (md) {
                     char ts[64];
                     snprintf(ts, sizeof(ts), "%.2f ± %.2f", r.avg_ts(), r.stddev_ts());
-                    printf("| %-28s | %10s | %10s | %-7s | %3d | %7d | %2d | %16s | %20s |\n", r.model_desc.c_str(),
-                           fmt_size(r.size).c_str(), fmt_params(r.n_params).c_str(), r.backend.c_str(),
-                           gpu ? bp.n_gpu_layers : 0, bp.n_threads, bp.flash_attn ? 1 : 0, r.test.c_str(), ts);
+                    const bool roof = r.has_roofline();
+                    printf("| %-28s | %10s | %10s | %-7s | %3d | %7d | %2d | %16s | %20s | %20s | %14s |\n",
+                           r.model_desc.c_str(), fmt_size(r.size).c_str(), fmt_params(r.n_params).c_str(),
+                           r.backend.c_str(), gpu ? bp.n_gpu_layers : 0, bp.n_threads, bp.flash_attn ? 1 : 0,
+                           r.test.c_str(), ts, roof ? fmt_mean_sd(r.samples_roofline_ts()).c_str() : "-",
+                           roof ? fmt_mean_sd(r.samples_roofline_pct()).c_str() : "-");
                     fflush(stdout);
                 }
                 results.push_back(std::move(r));
@@ -281,19 +427,27 @@ int main(int argc, char ** argv) {
     if (!md) {
         nlohmann::json out = nlohmann::json::array();
         for (const result & r : results) {
-            double avg_ns = 0;
-            std::vector<double> samples_ts;
-            for (double ns : r.samples_ns) {
-                avg_ns += ns / r.samples_ns.size();
-                samples_ts.push_back((r.n_prompt + r.n_gen) / (ns * 1e-9));
-            }
-            out.push_back({{"model_filename", r.model_path}, {"model_type", r.model_desc}, {"model_size", r.size},
-                           {"model_n_params", r.n_params}, {"backend", r.backend}, {"n_batch", bp.n_batch},
-                           {"n_threads", bp.n_threads}, {"n_gpu_layers", bp.n_gpu_layers},
-                           {"flash_attn", bp.flash_attn}, {"test", r.test}, {"n_prompt", r.n_prompt},
-                           {"n_gen", r.n_gen}, {"n_depth", r.depth}, {"avg_ns", avg_ns},
-                           {"avg_ts", r.avg_ts()}, {"stddev_ts", r.stddev_ts()}, {"samples_ns", r.samples_ns},
-                           {"samples_ts", samples_ts}});
+            nlohmann::json row = {{"model_filename", r.model_path}, {"model_type", r.model_desc},
+                                  {"model_size", r.size}, {"model_n_params", r.n_params}, {"backend", r.backend},
+                                  {"n_batch", bp.n_batch}, {"n_threads", bp.n_threads},
+                                  {"n_gpu_layers", bp.n_gpu_layers}, {"flash_attn", bp.flash_attn},
+                                  {"type_k", ggml_type_name(bp.type_k)}, {"type_v", ggml_type_name(bp.type_v)},
+                                  {"test", r.test}, {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen},
+                                  {"n_depth", r.depth}, {"avg_ns", mean(r.samples_ns)}, {"avg_ts", r.avg_ts()},
+                                  {"stddev_ts", r.stddev_ts()}, {"samples_ns", r.samples_ns},
+                                  {"samples_ts", r.samples_ts()}};
+            // the roofline's fields: null for pp tests and without a measurement
+            const std::vector<double> rts = r.samples_roofline_ts(), pct = r.samples_roofline_pct();
+            const nlohmann::json roofline = {{"bw_kind", r.bw_kind},
+                                             {"samples_bw_gbs", r.bw_gbs},
+                                             {"avg_roofline_ts", mean(rts)},
+                                             {"stddev_roofline_ts", stddev(rts)},
+                                             {"samples_roofline_ts", rts},
+                                             {"avg_roofline_pct", mean(pct)},
+                                             {"stddev_roofline_pct", stddev(pct)},
+                                             {"samples_roofline_pct", pct}};
+            for (const auto & [key, value] : roofline.items()) row[key] = r.has_roofline() ? value : nullptr;
+            out.push_back(std::move(row));
         }
         printf("%s\n", out.dump(2).c_str());
     }

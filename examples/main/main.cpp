@@ -156,7 +156,8 @@ int main(int argc, char ** argv) {
     cp.n_ctx = params.n_ctx_set ? params.n_ctx : std::min(4096, llm_model_hparams(model).n_ctx_train);
     cp.n_batch = params.n_batch;
     cp.n_threads = params.n_threads;
-    cp.cache_type = params.cache_type == "f32" ? LLM_CACHE_F32 : LLM_CACHE_F16;
+    cp.type_k = params.cache_type_k;
+    cp.type_v = params.cache_type_v;
     cp.flash_attn = params.flash_attn;
     llm_context * ctx = llm_context_new(model, cp, &err);
     if (!ctx) {
@@ -173,8 +174,12 @@ int main(int argc, char ** argv) {
             weights += (weights.empty() ? "" : ", ") + name + " " + std::to_string(bytes >> 20) + " MiB";
         }
         const llm_perf mem = llm_get_perf(ctx);
-        fprintf(stderr, "memory: weights %s; KV cache %zu MiB; compute buffers %zu MiB (planned for %d tokens)\n",
-                weights.c_str(), mem.kv_bytes >> 20, mem.compute_buffer_bytes >> 20, params.n_batch);
+        fprintf(stderr,
+                "memory: weights %s; KV cache %zu MiB (K %s %.1f MiB, V %s %.1f MiB); compute buffers %zu MiB (planned "
+                "for %d tokens)\n",
+                weights.c_str(), mem.kv_bytes >> 20, ggml_type_name(cp.type_k), mem.kv_k_bytes / 1048576.0,
+                ggml_type_name(cp.type_v), mem.kv_v_bytes / 1048576.0, mem.compute_buffer_bytes >> 20,
+                params.n_batch);
     }
 
     int rc = 0;

@@ -1,6 +1,6 @@
 // perplexity - perplexity of a model over a text file, as llama.cpp's llama-perplexity computes it.
 //
-//   perplexity -m model.gguf -f wiki.test.raw -c 512 [-b 512] [-ngl 99] [-t 2] [--chunks N]
+//   perplexity -m model.gguf -f wiki.test.raw -c 512 [-b 512] [-ngl 99] [-t 2] [--chunks N] [-fa] [-ctk T] [-ctv T]
 //
 // The whole text is tokenized (with BOS), cut into non-overlapping chunks of c tokens; the first token of
 // each chunk is replaced by BOS; each chunk is decoded from an empty cache with logits for every token, and
@@ -29,6 +29,8 @@ struct ppl_params {
     int n_gpu_layers = 0;
     int n_threads = 0;
     int n_chunks = -1;
+    bool flash_attn = false;
+    ggml_type type_k = GGML_TYPE_F16, type_v = GGML_TYPE_F16;
 };
 
 bool parse_int(const std::string & s, int & out) {
@@ -43,8 +45,14 @@ bool parse_args(int argc, char ** argv, ppl_params & p, std::string & err) {
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "-h" || a == "--help") {
-            printf("usage: %s -m MODEL -f TEXT [-c 512] [-b N] [-ngl N] [-t N] [--chunks N]\n", argv[0]);
+            printf("usage: %s -m MODEL -f TEXT [-c 512] [-b N] [-ngl N] [-t N] [--chunks N] [-fa] [-ctk T] [-ctv T]\n"
+                   "  -fa: flash attention; -ctk/-ctv: KV cache type of K/V (%s; a quantized V needs -fa)\n",
+                   argv[0], llm_kv_type_names());
             exit(0);
+        }
+        if (a == "-fa" || a == "--flash-attn") {
+            p.flash_attn = true;
+            continue;
         }
         if (i + 1 >= argc) {
             err = "missing value for " + a;
@@ -59,7 +67,12 @@ bool parse_args(int argc, char ** argv, ppl_params & p, std::string & err) {
         else if (a == "-ngl") ok = parse_int(v, p.n_gpu_layers) && p.n_gpu_layers >= 0;
         else if (a == "-t") ok = parse_int(v, p.n_threads) && p.n_threads > 0;
         else if (a == "--chunks") ok = parse_int(v, p.n_chunks);
-        else {
+        else if (a == "-ctk" || a == "--cache-type-k" || a == "-ctv" || a == "--cache-type-v") {
+            if (!llm_kv_type_from_name(v, a == "-ctk" || a == "--cache-type-k" ? &p.type_k : &p.type_v)) {
+                err = "unknown cache type '" + v + "' for " + a + " (" + llm_kv_type_names() + ")";
+                return false;
+            }
+        } else {
             err = "unknown argument " + a;
             return false;
         }
@@ -69,6 +82,8 @@ bool parse_args(int argc, char ** argv, ppl_params & p, std::string & err) {
         }
     }
     if (p.model.empty()) err = "no model given (-m)";
+    else if (ggml_is_quantized(p.type_v) && !p.flash_attn)
+        err = std::string("a quantized V cache (-ctv ") + ggml_type_name(p.type_v) + ") needs flash attention (-fa)";
     else if (p.file.empty()) err = "no text file given (-f)";
     return err.empty();
 }
@@ -130,6 +145,9 @@ int main(int argc, char ** argv) {
     cp.n_batch = pp.n_batch > 0 ? std::min(pp.n_batch, n_ctx) : n_ctx;
     cp.n_threads = pp.n_threads;
     cp.all_logits = true;
+    cp.flash_attn = pp.flash_attn;
+    cp.type_k = pp.type_k;
+    cp.type_v = pp.type_v;
     llm_context * ctx = llm_context_new(model, cp, &err);
     if (!ctx) {
         fprintf(stderr, "error: %s\n", err.c_str());
@@ -138,8 +156,10 @@ int main(int argc, char ** argv) {
     }
     fprintf(stderr, "%s: model %s\n", __func__, llm_model_desc_ftype(model).c_str());
     llm_type_summary_print(stderr, llm_model_type_summary(model), "  ");
-    fprintf(stderr, "%s: %zu tokens, %d chunks of %d, batch %d\n", __func__, tokens.size(), n_chunk, n_ctx,
-            cp.n_batch);
+    const llm_perf mem = llm_get_perf(ctx);
+    fprintf(stderr, "%s: %zu tokens, %d chunks of %d, batch %d; KV cache K %s %.2f MiB, V %s %.2f MiB%s\n", __func__,
+            tokens.size(), n_chunk, n_ctx, cp.n_batch, ggml_type_name(cp.type_k), mem.kv_k_bytes / 1048576.0,
+            ggml_type_name(cp.type_v), mem.kv_v_bytes / 1048576.0, cp.flash_attn ? ", flash attention" : "");
 
     const int first = n_ctx / 2;
     const bool add_bos = vocab.add_bos && vocab.bos >= 0;

@@ -28,6 +28,11 @@ ggml_backend_buffer_type_t ggml_backend_cuda_host_buffer_type();
 // Free and total bytes of device memory (both 0 if the device cannot be queried).
 void ggml_backend_cuda_get_device_memory(int device, size_t * free, size_t * total);
 bool ggml_backend_is_cuda(ggml_backend_t backend);
+// Copy bandwidth of `device` in GB/s: cudaMemcpy device -> device of `bytes` (0: 4 GiB, or a quarter of
+// the free memory when less), bytes read + bytes written counted, the median of `reps` timed with events
+// (the roofline denominator of memory-bound decode; stable on a GPU, measure it once). 0 (with a logged
+// reason) when the device does not exist or the memory cannot be allocated.
+double ggml_backend_cuda_copy_bandwidth_gbs(int device, size_t bytes = 0, int reps = 20);
 
 // CUDA-graph counters of a CUDA backend since init: launches of an unchanged graph (replay),
 // re-captures folded into an existing executable (update), and fresh instantiations.

@@ -349,7 +349,9 @@ ggml_tensor * ggml_transpose(ggml_context * ctx, ggml_tensor * a);  // swap dims
 // a: [n_embd, n_rows] f32/f16/q8_0, b: i32 [n] (or [n, ne1b]) -> f32 [n_embd, n, ...]
 ggml_tensor * ggml_get_rows(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b);
 // Scatter rows: a[:, c[i], i2, i3] = b[:, i, i2, i3]; the result is a view of a (like ggml_cpy).
-//   a: f32/f16 [ne0, R, ne2, ne3] (any strides: a transposed view scatters columns), b: f32 [ne0, n, ne2, ne3],
+//   a: f32/f16 [ne0, R, ne2, ne3] (any strides: a transposed view scatters columns), or q8_0/q4_0 with dense
+//   rows of whole blocks (each row is quantized on write, as the type's reference quantizer does),
+//   b: f32 [ne0, n, ne2, ne3],
 //   c: i32 [n] contiguous, indices distinct and in [0, R). KV-cache writes at the step's cells: the graph
 //   keeps its pointers when only c's contents change from step to step.
 ggml_tensor * ggml_set_rows(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, ggml_tensor * c);
@@ -372,8 +374,9 @@ ggml_tensor * ggml_swiglu_split(ggml_context * ctx, ggml_tensor * a, ggml_tensor
 ggml_tensor * ggml_mul_mat(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b);
 ggml_tensor * ggml_argmax(ggml_context * ctx, ggml_tensor * a);  // f32 [n, rows] -> i32 [rows]
 // Fused attention, ggml layout:
-//   q: f32 [head_dim, n_tokens, n_head, 1]; k: f32/f16 [head_dim, n_kv, n_head_kv, 1];
-//   v: f32/f16 [head_dim, n_kv, n_head_kv, 1]; mask: optional f32/f16 [n_kv, >=n_tokens]
+//   q: f32 [head_dim, n_tokens, n_head, 1]; k: f32/f16/q8_0/q4_0 [head_dim, n_kv, n_head_kv, 1];
+//   v: f32/f16/q8_0/q4_0 [head_dim, n_kv, n_head_kv, 1] (K and V types independent; quantized rows are
+//   read in place, head_dim a multiple of the block); mask: optional f32/f16 [n_kv, >=n_tokens]
 //   (nullptr: no mask); n_head % n_head_kv == 0.
 //   -> f32 [head_dim, n_head, n_tokens, 1] (ready to reshape to [n_embd, n_tokens]).
 // params: f32 scale, i32 causal_n_past (-1: none; else key j is visible to query i iff j <= n_past + i)

@@ -64,7 +64,9 @@ ggml_tensor * ggml_cpy(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b) {
 }
 
 ggml_tensor * ggml_set_rows(ggml_context * ctx, ggml_tensor * a, ggml_tensor * b, ggml_tensor * c) {
-    GGML_ASSERT(a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16);
+    // f32/f16, or a quantized cache whose rows are whole blocks (each written row is quantized on its own)
+    GGML_ASSERT(a->type == GGML_TYPE_F32 || a->type == GGML_TYPE_F16 ||
+                (ggml_is_quantized(a->type) && a->ne[0] % ggml_blck_size(a->type) == 0));
     GGML_ASSERT(b->type == GGML_TYPE_F32 && c->type == GGML_TYPE_I32 && ggml_is_contiguous(c));
     GGML_ASSERT(a->ne[0] == b->ne[0] && a->ne[2] == b->ne[2] && a->ne[3] == b->ne[3]);
     GGML_ASSERT(ggml_nelements(c) == b->ne[1] && b->ne[1] <= a->ne[1]);

@@ -5,6 +5,15 @@
 static bool is_f32(const ggml_tensor * t) { return t->type == GGML_TYPE_F32; }
 static bool is_f32_f16(const ggml_tensor * t) { return ggml_cpu_is_float(t->type); }
 static bool is_weight_type(const ggml_tensor * t) { return ggml_cpu_is_weight_type(t->type); }
+// KV-cache types (set_rows.cpp writes them, flash_attn.cpp reads them in place)
+static bool is_kv_type(const ggml_tensor * t) {
+    return ggml_cpu_is_float(t->type) || t->type == GGML_TYPE_Q8_0 || t->type == GGML_TYPE_Q4_0;
+}
+// quantized: dense rows of whole blocks
+static bool rows_of_blocks(const ggml_tensor * t) {
+    return !ggml_is_quantized(t->type) ||
+           (t->nb[0] == ggml_type_size(t->type) && t->ne[0] % ggml_blck_size(t->type) == 0);
+}
 
 bool ggml_cpu_supports_op(const ggml_tensor * dst) {
     const ggml_tensor * s0 = dst->src[0];
@@ -38,7 +47,8 @@ bool ggml_cpu_supports_op(const ggml_tensor * dst) {
             return s0 && s1 && is_weight_type(s0) && s1->type == GGML_TYPE_I32 && is_f32(dst) &&
                    (!ggml_is_quantized(s0->type) || s0->nb[0] == ggml_type_size(s0->type));
         case GGML_OP_SET_ROWS:
-            return s0 && s1 && s2 && is_f32_f16(s0) && is_f32(s1) && s2->type == GGML_TYPE_I32 && dst->type == s0->type;
+            return s0 && s1 && s2 && is_kv_type(s0) && rows_of_blocks(s0) && is_f32(s1) && s2->type == GGML_TYPE_I32 &&
+                   dst->type == s0->type;
         case GGML_OP_SOFT_MAX:
             return s0 && is_f32(s0) && is_f32(dst) && (!s1 || is_f32_f16(s1));
         case GGML_OP_ROPE:
@@ -51,8 +61,9 @@ bool ggml_cpu_supports_op(const ggml_tensor * dst) {
         case GGML_OP_ARGMAX:
             return s0 && is_f32(s0) && dst->type == GGML_TYPE_I32;
         case GGML_OP_FLASH_ATTN_EXT:
-            return s0 && s1 && s2 && is_f32(s0) && is_f32_f16(s1) && is_f32_f16(s2) && (!s3 || is_f32_f16(s3)) &&
-                   s1->nb[0] == ggml_type_size(s1->type) && s2->nb[0] == ggml_type_size(s2->type);
+            return s0 && s1 && s2 && is_f32(s0) && is_kv_type(s1) && is_kv_type(s2) && (!s3 || is_f32_f16(s3)) &&
+                   s1->nb[0] == ggml_type_size(s1->type) && s2->nb[0] == ggml_type_size(s2->type) &&
+                   rows_of_blocks(s1) && rows_of_blocks(s2) && s0->ne[3] == 1 && s1->ne[3] == 1 && s2->ne[3] == 1;
         case GGML_OP_COUNT:
             break;
     }

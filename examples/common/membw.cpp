@@ -1,0 +1,159 @@
+// membw.cpp - see membw.h.
+#include "membw.h"
+
+#include "ggml.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+namespace {
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+// Run fn(ith) on nth threads; returns wall seconds from a common start to the last finish.
+template <typename F> double run_threads(int nth, F fn) {
+    std::atomic<int> ready{0};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> th;
+    for (int i = 0; i < nth; ++i) {
+        th.emplace_back([&, i] {
+            ready.fetch_add(1);
+            while (!go.load(std::memory_order_acquire)) {}
+            fn(i);
+        });
+    }
+    while (ready.load() < nth) {}
+    const double t0 = now_s();
+    go.store(true, std::memory_order_release);
+    for (auto & t : th)
+        t.join();
+    return now_s() - t0;
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized" // GCC 12: _mm512_reduce_add_ps uses _mm512_undefined
+#endif
+float sum_floats(const float * p, size_t n) {
+#if defined(__AVX512F__)
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
+        a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
+        a2 = _mm512_add_ps(a2, _mm512_load_ps(p + i + 32));
+        a3 = _mm512_add_ps(a3, _mm512_load_ps(p + i + 48));
+    }
+    float s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+    for (; i < n; ++i)
+        s += p[i];
+    return s;
+#else
+    float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        s0 += p[i];
+        s1 += p[i + 1];
+        s2 += p[i + 2];
+        s3 += p[i + 3];
+    }
+    for (; i < n; ++i)
+        s0 += p[i];
+    return s0 + s1 + s2 + s3;
+#endif
+}
+
+// Read-only sum over 4 interleaved streams (the 4 quarters of [p, p + n)) with software prefetch,
+// as a 4-row mat-vec tile reads its weights: more streams in flight than one sequential read.
+float sum_floats_4streams(const float * p, size_t n) {
+#if defined(__AVX512F__)
+    const size_t q = n / 4 / 64 * 64;
+    const float * s[4] = {p, p + q, p + 2 * q, p + 3 * q};
+    __m512 a[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (size_t i = 0; i < q; i += 32) {
+        for (int j = 0; j < 4; ++j) {
+            _mm_prefetch((const char *)(s[j] + i) + 512, _MM_HINT_T0);
+            a[j] = _mm512_add_ps(a[j], _mm512_add_ps(_mm512_load_ps(s[j] + i), _mm512_load_ps(s[j] + i + 16)));
+        }
+    }
+    float r = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])));
+    for (size_t i = 4 * q; i < n; ++i)
+        r += p[i];
+    return r;
+#else
+    return sum_floats(p, n);
+#endif
+}
+
+// A 64-byte aligned buffer of `bytes` (rounded up to 64), every page touched with `fill`.
+char * alloc_touched(size_t bytes, int fill) {
+    bytes = (bytes + 63) / 64 * 64;
+    char * p = (char *)std::aligned_alloc(64, bytes);
+    GGML_ASSERT(p && "membw: out of memory for the bandwidth buffer");
+    std::memset(p, fill, bytes);
+    return p;
+}
+
+// Bytes each of nth threads handles in a buffer of `bytes` (a 64-byte multiple).
+size_t per_thread(size_t bytes, int nth) { return bytes / nth / 64 * 64; }
+
+// Seconds of one read of the first per_thread(bytes, nth) * nth bytes of buf on nth threads (a slice
+// each); `four` selects the 4-stream sum.
+double read_seconds(const char * buf, size_t bytes, int nth, bool four) {
+    const size_t per = per_thread(bytes, nth);
+    std::atomic<float> sink{0};
+    return run_threads(nth, [&](int i) {
+        const float * p = (const float *)(buf + i * per);
+        sink.store(four ? sum_floats_4streams(p, per / sizeof(float)) : sum_floats(p, per / sizeof(float)),
+                   std::memory_order_relaxed);
+    });
+}
+
+} // namespace
+
+size_t membw_l3_bytes() {
+    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    return l3 > 0 ? (size_t)l3 : size_t(32) << 20;
+}
+
+size_t membw_probe_bytes() { return std::clamp(3 * membw_l3_bytes(), size_t(256) << 20, size_t(1) << 30); }
+
+membw_result membw_measure(size_t bytes, int nth, int runs) {
+    char * a = alloc_touched(bytes, 1);
+    char * b = alloc_touched(bytes, 2);
+    const size_t per = per_thread(bytes, nth);
+    std::vector<double> tc, tr, t4;
+    for (int r = 0; r < runs; ++r) {
+        tc.push_back(run_threads(nth, [&](int i) { std::memcpy(b + i * per, a + i * per, per); }));
+        tr.push_back(read_seconds(a, bytes, nth, false));
+        t4.push_back(read_seconds(a, bytes, nth, true));
+    }
+    std::free(a);
+    std::free(b);
+    const double n = (double)per * nth;
+    return {2.0 * n / median(tc) / 1e9, n / median(tr) / 1e9, n / median(t4) / 1e9};
+}
+
+membw_probe::membw_probe(size_t bytes) : buf_(alloc_touched(bytes, 1)), bytes_(bytes) {
+    read_seconds(buf_, bytes_, 1, true); // the first read of freshly touched memory runs slow (a VM: ~30%)
+}
+
+membw_probe::~membw_probe() { std::free(buf_); }
+
+double membw_probe::read_gbs(int n_threads) const {
+    return (double)per_thread(bytes_, n_threads) * n_threads / read_seconds(buf_, bytes_, n_threads, true) / 1e9;
+}

@@ -1,0 +1,45 @@
+// membw.h - CPU memory bandwidth for the benchmark tools (bench, bench-matvec): a large memcpy, a
+// read-only sum reduction, and a read-only sum over 4 interleaved streams with software prefetch (as a
+// 4-row mat-vec tile reads its weights: the roofline denominator of CPU decode).
+//
+//   membw_result bw = membw_measure(256 << 20, n_threads, 5);    // medians of 5 runs of each
+//   membw_probe probe(membw_probe_bytes());                     // one buffer, allocated and touched once
+//   double gbs = probe.read_gbs(n_threads);                     // one 4-stream read of it, in GB/s
+//
+// A shared machine's bandwidth drifts within minutes: compare a kernel only with probes taken in
+// alternation with its runs, in the same process, on the same thread count.
+#pragma once
+
+#include <cstddef>
+
+struct membw_result {
+    double copy_gbs;  // memcpy, bytes read + bytes written
+    double read_gbs;  // one sequential read-only stream per thread
+    double read4_gbs; // 4 interleaved read-only streams per thread, with prefetch
+};
+
+// The L3 size the OS reports; 32 MiB when it reports none.
+size_t membw_l3_bytes();
+// A probe buffer size: 3x the L3 (out of cache), within [256 MiB, 1 GiB] (one read < 0.3 s at 4 GB/s).
+size_t membw_probe_bytes();
+
+// Medians over `runs` of each kind, on n_threads threads, over two buffers of `bytes`.
+membw_result membw_measure(size_t bytes, int n_threads, int runs);
+
+// A buffer for read-bandwidth probes interleaved with the runs being measured; the constructor touches
+// every page and reads the buffer once (a warm-up: the first read of fresh memory runs slow).
+class membw_probe {
+  public:
+    explicit membw_probe(size_t bytes);
+    ~membw_probe();
+    membw_probe(const membw_probe &) = delete;
+    membw_probe & operator=(const membw_probe &) = delete;
+
+    // One 4-stream read of the whole buffer on n_threads threads, in GB/s.
+    double read_gbs(int n_threads) const;
+    size_t bytes() const { return bytes_; }
+
+  private:
+    char * buf_ = nullptr;
+    size_t bytes_ = 0;
+};
