@@ -6,6 +6,7 @@
 #     models: l2-f16 l2-q8_0 l2-q4_0 l2-q4km l3-f16 l3-q8_0 l3-q4km (Llama-2-7B / Llama-3-8B; the quantized
 #     files are made from the f16 one by our quantize tool, all of a run's in parallel); BENCH_ARGS="-fa 1"
 #   MMVQ_VARIANTS="5 2 4 8" ...                 # + bench-mmvq once per GGML_CUDA_MMVQ value
+#   VARIANTS="GGML_CUDA_QT_RPW=2 GGML_CUDA_TWICE=norm" ...   # + tg of each model under each env setting
 # Header-only build deps (doctest, nlohmann-json) come from build-deps/*.deb when not installed
 # (made here by scripts/gpu-prepare.sh; pass carry: ["build-deps"] to the device call);
 # the vocab files for the generator from build-deps/models (or $LLM_SHARED/models).
@@ -102,7 +103,7 @@ if [ "$STAGE" = bench ]; then
   done
   wait
   log "models ready: $(( $(date +%s) - t0 )) s"
-  echo "| model | size GB | test | t/s | roofline t/s (size / bw) | % of roofline |" > "$OUT/bench.md"
+  echo "| model | size GB | test | t/s | roofline t/s (bench: size / copy bw) | % of roofline |" > "$OUT/bench.md"
   echo "| --- | --- | --- | --- | --- | --- |" >> "$OUT/bench.md"
   for pm in ${PROFILE_MODEL:-}; do  # per-op GPU times (eager, one sync per graph); a list of models
     GGML_CUDA_PROFILE=1 "$BUILD/bin/bench" -m "${files[$pm]}" -p ${PROFILE_PP:-${PP:-512}} -n ${TG:-128} -ngl 99 -r 1 \
@@ -115,17 +116,26 @@ if [ "$STAGE" = bench ]; then
     cat "$OUT/bench-$m.md"
     tail -3 "$OUT/bench-$m.err"
     size=$(stat -c %s "$f")
-    # rows: | model | size | params | backend | ngl | threads | fa | test | t/s |
-    grep -E "\| *(pp|tg)[0-9]+" "$OUT/bench-$m.md" | while IFS='|' read -r _ c1 c2 c3 c4 c5 c6 c7 c8 c9 _; do
-      test=$(echo "$c8" | xargs); tps=$(echo "$c9" | xargs)
+    # rows: | model | size | params | backend | ngl | threads | fa | test | t/s | roofline t/s | % roofline |
+    # (bench's roofline: tensor bytes / the D2D copy bandwidth it measured, as bench-bw does; "-" for pp)
+    grep -E "\| *(pp|tg)[0-9]+" "$OUT/bench-$m.md" | while IFS='|' read -r _ c1 c2 c3 c4 c5 c6 c7 c8 c9 c10 c11 _; do
+      test=$(echo "$c8" | xargs); tps=$(echo "$c9" | xargs); roof=$(echo "$c10" | xargs); pct=$(echo "$c11" | xargs)
       [ -z "$test" ] && continue
-      roof=$(awk -v s="$size" -v b="$bw" 'BEGIN { printf "%.0f", b * 1e9 / s }')
-      pct=$(awk -v t="${tps%% *}" -v r="$roof" 'BEGIN { if (r > 0) printf "%.0f", 100 * t / r }')
-      [[ $test == pp* ]] && roof="-" && pct="-"
       echo "| $m | $(awk -v s=$size 'BEGIN{printf "%.2f", s/1e9}') | $test | $tps | $roof | $pct |" >> "$OUT/bench.md"
     done
   done
+  # VARIANTS="GGML_CUDA_QT_RPW=2 GGML_CUDA_TWICE=norm,attn ...": tg again with each env setting (words are
+  # settings; commas inside a value stay), alternating with the default, for same-machine A/B
+  for m in ${VARIANTS:+${MODELS:-}}; do
+    for v in default ${VARIANTS}; do
+      e=(); [ "$v" = default ] || e=(${v//+/ })  # A=1+B=2: both
+      r=$(env "${e[@]}" "$BUILD/bin/bench" -m "${files[$m]}" -p 0 -n ${TG:-128} -ngl 99 -r ${VREPS:-2} -o md \
+          ${BENCH_ARGS:-} 2>/dev/null | grep -E "\| *tg[0-9]+" | awk -F'|' '{print $10}' | xargs)
+      echo "| $m | $v | $r |" >> "$OUT/variants.md"
+    done
+  done
   echo; cat "$OUT/bench.md"
+  [ -f "$OUT/variants.md" ] && { echo; echo "| model | env | tg t/s |"; echo "| --- | --- | --- |"; cat "$OUT/variants.md"; }
 fi
 echo
 log "summary:"

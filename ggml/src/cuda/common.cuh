@@ -111,6 +111,14 @@ struct ggml_cuda_context {
     bool use_pdl = false; // programmatic dependent launch (sm_90+, not GGML_CUDA_NO_PDL): see ggml_cuda_launch
     bool mmvq_v1 = false; // GGML_CUDA_MMVQ_V1=1: the first mmvq kernel (for comparisons)
     int mmvq_u = 2;       // GGML_CUDA_MMVQ=5: v5 kernel for N = 1; =2/4/8: v6 with that many loads in flight
+    // rows per warp of the quantized-weight mat-vecs of mmvq-t.cuh (N = 1) and groups (GGML_CUDA_QT_RPW=1|2|4), of
+    // their gate/up + SwiGLU (GGML_CUDA_QT_RPW_GLU=1|2; 0: per type); GGML_CUDA_Q8_V6=1: repacked q8_0 decode
+    // through mmvq.cu's v6 kernels instead of those
+    int qt_rpw = 2, qt_rpw_glu = 0;
+    bool q8_qt = true;
+    // GGML_CUDA_TWICE=norm,rope,attn,mmv,other: timing probe, the kernels of those node classes are launched twice
+    // (results are then wrong where a kernel is not idempotent); the step time's increase is the class's cost
+    unsigned twice_mask = 0;
     // fused groups run (plan_fusions in ggml-cuda.cu), counted when launched eagerly or captured, not per replay:
     // mat-vecs sharing one activation, gate/up mat-vecs + SWIGLU, norms that also wrote the q8s activation
     int n_fused_mmv_group = 0, n_fused_swiglu = 0, n_fused_norm_q8 = 0, n_fused_rope_store = 0, n_fused_rope_qkv = 0,

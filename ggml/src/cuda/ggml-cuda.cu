@@ -683,12 +683,34 @@ static int run_fused(ggml_cuda_context & ctx, ggml_cgraph * gf, int i, int fused
     return n;
 }
 
+// the GGML_CUDA_TWICE class of node t (fusion code f): bit 0 norm, 1 rope + KV store, 2 attention, 3 mat-mul
+static unsigned twice_class(const ggml_tensor * t, int f) {
+    if (f == 1 || f == 2 || f == 6 || f == 7 || t->op == GGML_OP_RMS_NORM) return 1u;
+    if (f == 8 || f == 9 || f == 10 || t->op == GGML_OP_ROPE || t->op == GGML_OP_SET_ROWS) return 2u;
+    if (f == 11 || t->op == GGML_OP_FLASH_ATTN_EXT) return 4u;
+    if (f == 3 || f == 4 || f == 5 || t->op == GGML_OP_MUL_MAT) return 8u;
+    return 16u;
+}
+
+static unsigned twice_mask_of(const char * s) {
+    if (!s) return 0;
+    static const char * names[] = {"norm", "rope", "attn", "mmv", "other"};
+    unsigned m = 0;
+    for (int k = 0; k < 5; ++k)
+        if (strstr(s, names[k])) m |= 1u << k;
+    return m;
+}
+
 static void run_graph(ggml_cuda_context & ctx, ggml_cgraph * gf, const std::vector<uint8_t> & fused) {
     ctx.pool.reset();
     ctx.qcache = ctx.hcache = {};
     for (int i = 0; i < gf->n_nodes; ++i) {
         if (ggml_nelements(gf->nodes[i]) == 0) continue;
-        i += run_fused(ctx, gf, i, fused[i]) - 1;
+        const int n = run_fused(ctx, gf, i, fused[i]);
+        if (ctx.twice_mask && !ggml_is_view_op(gf->nodes[i]->op) &&
+            (ctx.twice_mask & twice_class(gf->nodes[i], fused[i])))
+            run_fused(ctx, gf, i, fused[i]);
+        i += n - 1;
     }
 }
 
@@ -1110,6 +1132,10 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
     ctx->use_fusion = std::getenv("GGML_CUDA_NO_FUSION") == nullptr;
     ctx->use_pdl = prop.major >= 9 && std::getenv("GGML_CUDA_NO_PDL") == nullptr;
     ctx->mmvq_v1 = std::getenv("GGML_CUDA_MMVQ_V1") != nullptr;
+    ctx->twice_mask = twice_mask_of(std::getenv("GGML_CUDA_TWICE"));
+    if (const char * rpw = std::getenv("GGML_CUDA_QT_RPW")) ctx->qt_rpw = atoi(rpw) == 1 ? 1 : atoi(rpw) == 4 ? 4 : 2;
+    if (const char * rpw = std::getenv("GGML_CUDA_QT_RPW_GLU")) ctx->qt_rpw_glu = atoi(rpw) == 2 ? 2 : 1;
+    ctx->q8_qt = std::getenv("GGML_CUDA_Q8_V6") == nullptr;
     if (const char * mv = std::getenv("GGML_CUDA_MMVQ")) {
         const int u = atoi(mv);
         ctx->mmvq_u = u == 2 || u == 4 || u == 5 || u == 8 ? u : ctx->mmvq_u;

@@ -3,9 +3,11 @@
 // GGML_CUDA_QT_INSTANCE:
 //   decode mat-vec (N = 1..8 activation columns, batches with broadcast), the fused q/k/v group and the fused
 //   gate/up + SwiGLU (N = 1); the weight -> f16 conversion of the prompt path; get_rows.
-// Mat-vec layout (as the repacked q8_0 v6 kernel, mmvq.cu): a block of 4 warps takes 4 rows, one warp per row;
+// Mat-vec layout: a block of 4 warps takes 4 x RPW rows, RPW rows per warp (N = 1: ctx.qt_rpw, 2 by default:
+// twice the weight bytes in flight per warp, measured on an H100 tg128 q4_0 388 -> 434 t/s, Q4_K_M 354 -> 382,
+// q8_0 (v6 kernels of mmvq.cu) 278 -> 294; RPW 4 was slower for q4_0 and q8_0);
 // lane l takes the row's chunks l, l + 32, ... (a chunk: 32..128 values, qtypes.cuh), keeping T::U chunks of
-// weights in flight; the first ones are loaded before pdl_wait() (common.cuh), as weights do not depend on the
+// each row's weights in flight; the first ones are loaded before pdl_wait() (common.cuh), as weights do not depend on the
 // kernel before. Each chunk's dot reads the activation quants with 16-byte loads (L1/L2: every warp reads the
 // same activation row), its weights with 16-byte loads where the layout allows.
 #pragma once
@@ -69,33 +71,43 @@ static __device__ __forceinline__ void qt_rows_dot(const qregs (&w)[NW], const i
     }
 }
 
-// dst [M, NC, B2, B3]; weight rows flat (row + (i2/r2)*M + (i3/r3)*M*A2); activation rows bz*NC + c
-template <typename T, int NC>
+// dst [M, NC, B2, B3]; weight rows flat (row + (i2/r2)*M + (i3/r3)*M*A2); activation rows bz*NC + c.
+// RPW rows per warp (2: twice the weight bytes in flight per warp; a last odd row is computed twice, stored once)
+template <typename T, int NC, int RPW>
 static __global__ void __launch_bounds__(128)
     k_qt_mmvq(const qregs w, const int8_t * __restrict__ xq, const float * __restrict__ xd, const int * __restrict__ xs,
               float * __restrict__ dst, int K, int64_t M, int64_t A2, int64_t B2, int64_t r2, int64_t r3, cuda_shape ds,
               int early) {
     pdl_trigger();
     const int lane = threadIdx.x % 32;
-    const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32, bz = blockIdx.y;
-    if (row >= M) return;
+    const int64_t row0 = ((int64_t)blockIdx.x * 4 + threadIdx.x / 32) * RPW, bz = blockIdx.y;
+    if (row0 >= M) return;
     const int64_t i2 = bz % B2, i3 = bz / B2;
-    const int64_t ra = row + (i2 / r2) * M + (i3 / r3) * M * A2;
+    const int64_t off = (i2 / r2) * M + (i3 / r3) * M * A2;
     const int nbr = K / T::QK;
-    const qregs wr[1] = {w};
-    const int64_t b0[1] = {ra * nbr};
-    const int64_t x0 = bz * NC;
-    float acc[1][NC] = {};
-    qt_rows_dot<T, NC, 1>(wr, b0, nbr * T::CPB, xq + x0 * K, xd + x0 * (K / 32), xs + x0 * (K / 32), K, lane,
-                          early != 0, acc);
+    qregs wr[RPW];
+    int64_t b0[RPW];
 #pragma unroll
-    for (int c = 0; c < NC; ++c) {
-        const float v = warp_sum(acc[0][c]);
-        if (lane == 0) *(float *)((char *)dst + row * ds.nb[0] + c * ds.nb[1] + i2 * ds.nb[2] + i3 * ds.nb[3]) = v;
+    for (int m = 0; m < RPW; ++m) {
+        wr[m] = w;
+        b0[m] = ((row0 + m < M ? row0 + m : M - 1) + off) * nbr;
     }
+    const int64_t x0 = bz * NC;
+    float acc[RPW][NC] = {};
+    qt_rows_dot<T, NC, RPW>(wr, b0, nbr * T::CPB, xq + x0 * K, xd + x0 * (K / 32), xs + x0 * (K / 32), K, lane,
+                            early != 0, acc);
+#pragma unroll
+    for (int m = 0; m < RPW; ++m)
+#pragma unroll
+        for (int c = 0; c < NC; ++c) {
+            const float v = warp_sum(acc[m][c]);
+            if (lane == 0 && row0 + m < M)
+                *(float *)((char *)dst + (row0 + m) * ds.nb[0] + c * ds.nb[1] + i2 * ds.nb[2] + i3 * ds.nb[3]) = v;
+        }
 }
 
-// fused group: block b (4 rows) belongs to weight m where blk[m] <= b < blk[m+1] (blk1, blk2 as in mmvq.cu)
+// fused group: block b (4 warps, 4 * RPW rows) belongs to weight m where blk[m] <= b < blk[m+1] (blk1, blk2 as in
+// mmvq.cu)
 struct qt_group_args {
     qregs w[MMV_GROUP_MAX];
     float * dst[MMV_GROUP_MAX];
@@ -103,7 +115,7 @@ struct qt_group_args {
     int64_t blk1, blk2;
 };
 
-template <typename T>
+template <typename T, int RPW>
 static __global__ void __launch_bounds__(128)
     k_qt_group(const qt_group_args g, const int8_t * __restrict__ xq, const float * __restrict__ xd,
                const int * __restrict__ xs, int K) {
@@ -113,36 +125,55 @@ static __global__ void __launch_bounds__(128)
     const int m = b >= g.blk2 ? 2 : b >= g.blk1 ? 1 : 0;
     const int64_t bm0 = m == 2 ? g.blk2 : m == 1 ? g.blk1 : 0;
     const int64_t M = m == 2 ? g.M[2] : m == 1 ? g.M[1] : g.M[0];
-    const int64_t row = (b - bm0) * 4 + threadIdx.x / 32;
-    if (row >= M) return;
+    const int64_t row0 = ((b - bm0) * 4 + threadIdx.x / 32) * RPW;
+    if (row0 >= M) return;
     const int nbr = K / T::QK;
-    const qregs wr[1] = {m == 2 ? g.w[2] : m == 1 ? g.w[1] : g.w[0]};
-    const int64_t b0[1] = {row * nbr};
-    float acc[1][1] = {};
-    qt_rows_dot<T, 1, 1>(wr, b0, nbr * T::CPB, xq, xd, xs, K, lane, true, acc);
-    const float v = warp_sum(acc[0][0]);
+    const qregs w = m == 2 ? g.w[2] : m == 1 ? g.w[1] : g.w[0];
+    qregs wr[RPW];
+    int64_t b0[RPW];
+#pragma unroll
+    for (int r = 0; r < RPW; ++r) {
+        wr[r] = w;
+        b0[r] = (row0 + r < M ? row0 + r : M - 1) * nbr;
+    }
+    float acc[RPW][1] = {};
+    qt_rows_dot<T, 1, RPW>(wr, b0, nbr * T::CPB, xq, xd, xs, K, lane, true, acc);
     float * dst = m == 2 ? g.dst[2] : m == 1 ? g.dst[1] : g.dst[0];
-    if (lane == 0) dst[row] = v;
+#pragma unroll
+    for (int r = 0; r < RPW; ++r) {
+        const float v = warp_sum(acc[r][0]);
+        if (lane == 0 && row0 + r < M) dst[row0 + r] = v;
+    }
 }
 
 static __device__ __forceinline__ float qt_silu(float x) { return x / (1.0f + expf(-x)); } // as unary.cu
 
 // dst[row] = silu(gate . x) * (up . x): both rows in one warp, one activation load serves both
-template <typename T>
+// (RPW rows per warp: weight rows gate r, up r for each)
+template <typename T, int RPW>
 static __global__ void __launch_bounds__(128)
     k_qt_swiglu(const qregs gw, const qregs uw, const int8_t * __restrict__ xq, const float * __restrict__ xd,
                 const int * __restrict__ xs, float * __restrict__ dst, int K, int64_t M) {
     pdl_trigger();
     const int lane = threadIdx.x % 32;
-    const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32;
-    if (row >= M) return;
+    const int64_t row0 = ((int64_t)blockIdx.x * 4 + threadIdx.x / 32) * RPW;
+    if (row0 >= M) return;
     const int nbr = K / T::QK;
-    const qregs wr[2] = {gw, uw};
-    const int64_t b0[2] = {row * nbr, row * nbr};
-    float acc[2][1] = {};
-    qt_rows_dot<T, 1, 2>(wr, b0, nbr * T::CPB, xq, xd, xs, K, lane, true, acc);
-    const float g = warp_sum(acc[0][0]), u = warp_sum(acc[1][0]);
-    if (lane == 0) dst[row] = qt_silu(g) * u;
+    qregs wr[2 * RPW];
+    int64_t b0[2 * RPW];
+#pragma unroll
+    for (int r = 0; r < RPW; ++r) {
+        wr[2 * r] = gw;
+        wr[2 * r + 1] = uw;
+        b0[2 * r] = b0[2 * r + 1] = (row0 + r < M ? row0 + r : M - 1) * nbr;
+    }
+    float acc[2 * RPW][1] = {};
+    qt_rows_dot<T, 1, 2 * RPW>(wr, b0, nbr * T::CPB, xq, xd, xs, K, lane, true, acc);
+#pragma unroll
+    for (int r = 0; r < RPW; ++r) {
+        const float g = warp_sum(acc[2 * r][0]), u = warp_sum(acc[2 * r + 1][0]);
+        if (lane == 0 && row0 + r < M) dst[row0 + r] = qt_silu(g) * u;
+    }
 }
 
 // one thread per 8 values -> one 16-byte store of f16
@@ -192,9 +223,19 @@ static void qt_mmvq(ggml_cuda_context & ctx, const ggml_tensor * a, const void *
     const int64_t r2 = B2 / a->ne[2], r3 = B3 / a->ne[3];
     const dim3 grid((unsigned)cuda_ceil_div(M, 4), (unsigned)(B2 * B3));
     float * dp = (float *)dst->data;
+    if (N == 1 && ctx.qt_rpw > 1) {
+        const dim3 g((unsigned)cuda_ceil_div(M, 4 * ctx.qt_rpw), (unsigned)(B2 * B3));
+        if (ctx.qt_rpw == 4)
+            ggml_cuda_launch(ctx, k_qt_mmvq<T, 1, 4>, g, dim3(128), 0, r, (const int8_t *)x.qs, (const float *)x.d,
+                             (const int *)x.s, dp, (int)K, M, a->ne[2], B2, r2, r3, dsh, early ? 1 : 0);
+        else
+            ggml_cuda_launch(ctx, k_qt_mmvq<T, 1, 2>, g, dim3(128), 0, r, (const int8_t *)x.qs, (const float *)x.d,
+                             (const int *)x.s, dp, (int)K, M, a->ne[2], B2, r2, r3, dsh, early ? 1 : 0);
+        return;
+    }
 #define QT_MMVQ(n)                                                                                                     \
     case n:                                                                                                            \
-        ggml_cuda_launch(ctx, k_qt_mmvq<T, n>, grid, dim3(128), 0, r, (const int8_t *)x.qs, (const float *)x.d,        \
+        ggml_cuda_launch(ctx, k_qt_mmvq<T, n, 1>, grid, dim3(128), 0, r, (const int8_t *)x.qs, (const float *)x.d,     \
                          (const int *)x.s, dp, (int)K, M, a->ne[2], B2, r2, r3, dsh, early ? 1 : 0);                   \
         break;
     switch (N) {
@@ -228,15 +269,22 @@ static void qt_group(ggml_cuda_context & ctx, const ggml_tensor * const * dsts, 
             g.dst[m] = (float *)dsts[m]->data;
             g.M[m] = a->ne[1];
         }
-        blk[m + 1] = blk[m] + (m < n ? cuda_ceil_div(g.M[m], 4) : 0);
+        blk[m + 1] = blk[m] + (m < n ? cuda_ceil_div(g.M[m], 4 * ctx.qt_rpw) : 0);
     }
     g.blk1 = blk[1];
     g.blk2 = blk[2];
     const int64_t nblk = blk[MMV_GROUP_MAX];
     if (nblk == 0) return;
     const q8s_view x = q8s_view_of(const_cast<void *>(bq), 1, K);
-    ggml_cuda_launch(ctx, k_qt_group<T>, dim3((unsigned)nblk), dim3(128), 0, g, (const int8_t *)x.qs,
-                     (const float *)x.d, (const int *)x.s, (int)K);
+    if (ctx.qt_rpw == 4)
+        ggml_cuda_launch(ctx, k_qt_group<T, 4>, dim3((unsigned)nblk), dim3(128), 0, g, (const int8_t *)x.qs,
+                         (const float *)x.d, (const int *)x.s, (int)K);
+    else if (ctx.qt_rpw == 2)
+        ggml_cuda_launch(ctx, k_qt_group<T, 2>, dim3((unsigned)nblk), dim3(128), 0, g, (const int8_t *)x.qs,
+                         (const float *)x.d, (const int *)x.s, (int)K);
+    else
+        ggml_cuda_launch(ctx, k_qt_group<T, 1>, dim3((unsigned)nblk), dim3(128), 0, g, (const int8_t *)x.qs,
+                         (const float *)x.d, (const int *)x.s, (int)K);
 }
 
 template <typename T>
@@ -248,10 +296,18 @@ static void qt_swiglu(ggml_cuda_context & ctx, const ggml_tensor * gate_w, const
     GGML_ASSERT(up_w->ne[0] == K && up_w->ne[1] == M && ggml_nrows(gate_w) == M && ggml_nrows(up_w) == M);
     if (M == 0) return;
     const q8s_view x = q8s_view_of(const_cast<void *>(bq), 1, K);
-    ggml_cuda_launch(ctx, k_qt_swiglu<T>, dim3((unsigned)cuda_ceil_div(M, 4)), dim3(128), 0,
-                     qt_regs_of(T::type, gate_w->data, ggml_nelements(gate_w) / T::QK),
-                     qt_regs_of(T::type, up_w->data, ggml_nelements(up_w) / T::QK), (const int8_t *)x.qs,
-                     (const float *)x.d, (const int *)x.s, dst, (int)K, M);
+    const qregs g = qt_regs_of(T::type, gate_w->data, ggml_nelements(gate_w) / T::QK);
+    const qregs u = qt_regs_of(T::type, up_w->data, ggml_nelements(up_w) / T::QK);
+    // rows per warp: 2 for the 32-value 4/5-bit types (measured, H100: q4_0 tg128 434 -> 450 t/s), 1 for q8_0 and
+    // the K-quants (their chunks hold more registers: 2 measured slower or equal); GGML_CUDA_QT_RPW_GLU overrides
+    const int rpw = ctx.qt_rpw_glu ? ctx.qt_rpw_glu : T::QK == 32 && T::type != GGML_TYPE_Q8_0 ? 2 : 1;
+    const dim3 grid((unsigned)cuda_ceil_div(M, 4 * rpw));
+    if (rpw == 2)
+        ggml_cuda_launch(ctx, k_qt_swiglu<T, 2>, grid, dim3(128), 0, g, u, (const int8_t *)x.qs, (const float *)x.d,
+                         (const int *)x.s, dst, (int)K, M);
+    else
+        ggml_cuda_launch(ctx, k_qt_swiglu<T, 1>, grid, dim3(128), 0, g, u, (const int8_t *)x.qs, (const float *)x.d,
+                         (const int *)x.s, dst, (int)K, M);
 }
 
 template <typename T> static void qt_to_f16(ggml_cuda_context & ctx, const ggml_tensor * t, half * dst) {

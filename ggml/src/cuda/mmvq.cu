@@ -462,7 +462,11 @@ void ggml_cuda_mmvq_q8r(ggml_cuda_context & ctx, const ggml_tensor * a, const vo
 
 // ---- the other quantized types: one instance file each (mmvq-<type>.cu) -----------------------------------------
 extern const ggml_cuda_qt_fns ggml_cuda_qt_q4_0, ggml_cuda_qt_q4_1, ggml_cuda_qt_q5_0, ggml_cuda_qt_q5_1,
-    ggml_cuda_qt_q2_K, ggml_cuda_qt_q3_K, ggml_cuda_qt_q4_K, ggml_cuda_qt_q5_K, ggml_cuda_qt_q6_K;
+    ggml_cuda_qt_q2_K, ggml_cuda_qt_q3_K, ggml_cuda_qt_q4_K, ggml_cuda_qt_q5_K, ggml_cuda_qt_q6_K, ggml_cuda_qt_q8_0;
+
+const ggml_cuda_qt_fns * ggml_cuda_qt_q8r(const ggml_cuda_context & ctx, const ggml_tensor * a) {
+    return ctx.q8_qt && ggml_cuda_q8_repacked(a) ? &ggml_cuda_qt_q8_0 : nullptr;
+}
 
 const ggml_cuda_qt_fns * ggml_cuda_qt(ggml_type type) {
     switch (type) {

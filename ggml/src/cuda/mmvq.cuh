@@ -49,3 +49,5 @@ struct ggml_cuda_qt_fns {
 };
 // nullptr for types without (f32, f16, q8_0, ...)
 const ggml_cuda_qt_fns * ggml_cuda_qt(ggml_type type);
+// repacked q8_0 through the kernels of mmvq-t.cuh (unless GGML_CUDA_Q8_V6): their function table, else nullptr
+const ggml_cuda_qt_fns * ggml_cuda_qt_q8r(const ggml_cuda_context & ctx, const ggml_tensor * a);

@@ -165,7 +165,10 @@ GGML_CUDA_OP(mul_mat) {
 
     if (ggml_cuda_q8_repacked(a)) {
         if (N <= MUL_MAT_VEC_MAX_N) {
-            ggml_cuda_mmvq_q8r(ctx, a, quantized_b(ctx, b), b, dst);
+            if (const ggml_cuda_qt_fns * q8 = ggml_cuda_qt_q8r(ctx, a))
+                q8->mmvq(ctx, a, a->data, true, quantized_b(ctx, b), b, dst);
+            else
+                ggml_cuda_mmvq_q8r(ctx, a, quantized_b(ctx, b), b, dst);
             return;
         }
         mul_mat_dequant_cublas(ctx, a, b, dst);
@@ -236,9 +239,10 @@ bool ggml_cuda_mul_mat_group_ok(const ggml_cuda_context & ctx, const ggml_tensor
     const int64_t K = x->ne[0];
     const ggml_tensor * a0 = mm[0]->src[0];
     if (!a0) return false;
-    const bool q8 = ggml_cuda_q8_repacked(a0);
-    // the other quantized types: all weights of one type, in the kernel layout
-    const ggml_cuda_qt_fns * qt = ggml_cuda_qt(a0->type);
+    // quantized types of mmvq-t.cuh (repacked q8_0 too, unless GGML_CUDA_Q8_V6): all weights of one type, in the
+    // kernel layout; q8: repacked q8_0 through mmvq.cu's v6 kernels
+    const ggml_cuda_qt_fns * qt = ggml_cuda_qt_q8r(ctx, a0) ? ggml_cuda_qt_q8r(ctx, a0) : ggml_cuda_qt(a0->type);
+    const bool q8 = !qt && ggml_cuda_q8_repacked(a0);
     if (q8 ? !(K % 32 == 0 && ggml_cuda_mmvq_q8r_v6(ctx, K, 1))
            : qt ? !(K % qt->qk == 0 && K <= INT32_MAX) : !(x->nb[0] == 4 && (uintptr_t)x->data % 16 == 0))
         return false;
@@ -262,7 +266,9 @@ void ggml_cuda_mul_mat_group(ggml_cuda_context & ctx, ggml_tensor * const * mm, 
     GGML_ASSERT(ggml_cuda_mul_mat_group_ok(ctx, mm, n));
     const ggml_tensor * x = mm[0]->src[1];
     const ggml_tensor * a0 = mm[0]->src[0];
-    if (ggml_cuda_q8_repacked(a0))
+    if (const ggml_cuda_qt_fns * q8 = ggml_cuda_qt_q8r(ctx, a0))
+        q8->group(ctx, mm, n, quantized_b(ctx, x));
+    else if (ggml_cuda_q8_repacked(a0))
         ggml_cuda_mmvq_q8r_group(ctx, mm, n, quantized_b(ctx, x));
     else if (const ggml_cuda_qt_fns * qt = ggml_cuda_qt(a0->type))
         qt->group(ctx, mm, n, quantized_b(ctx, x));
@@ -285,7 +291,9 @@ bool ggml_cuda_mul_mat_swiglu_ok(const ggml_cuda_context & ctx, const ggml_tenso
 void ggml_cuda_mul_mat_swiglu(ggml_cuda_context & ctx, ggml_tensor * gate, ggml_tensor * up, ggml_tensor * glu) {
     GGML_ASSERT(ggml_cuda_mul_mat_swiglu_ok(ctx, gate, up, glu));
     const ggml_tensor * x = gate->src[1];
-    if (ggml_cuda_q8_repacked(gate->src[0]))
+    if (const ggml_cuda_qt_fns * q8 = ggml_cuda_qt_q8r(ctx, gate->src[0]))
+        q8->swiglu(ctx, gate->src[0], up->src[0], quantized_b(ctx, x), (float *)glu->data);
+    else if (ggml_cuda_q8_repacked(gate->src[0]))
         ggml_cuda_mmvq_q8r_swiglu(ctx, gate->src[0], up->src[0], quantized_b(ctx, x), (float *)glu->data);
     else if (const ggml_cuda_qt_fns * qt = ggml_cuda_qt(gate->src[0]->type))
         qt->swiglu(ctx, gate->src[0], up->src[0], quantized_b(ctx, x), (float *)glu->data);

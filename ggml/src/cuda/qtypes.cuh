@@ -77,6 +77,38 @@ struct qt_q4_0 {
     }
 };
 
+// ---- q8_0: d * q (the repacked layout [qs 32][d 2]; the v6 kernels of mmvq.cu are the default for it) ----------
+struct qt_q8_0 {
+    static constexpr ggml_type type = GGML_TYPE_Q8_0;
+    static constexpr int QK = 32, CPB = 1, U = 2;
+    struct W {
+        int4 q0, q1;
+        float d;
+    };
+    static __device__ __forceinline__ void load(const qregs & r, int64_t b, int, W & w) {
+        w.q0 = qt_ld16(r.r[0] + b * 32);
+        w.q1 = qt_ld16(r.r[0] + b * 32 + 16);
+        w.d = qt_ldh(r.r[1] + b * 2);
+    }
+    static __device__ __forceinline__ float dot(const W & w, int, const int4 * xq, const float * xd, const int *) {
+        const int4 x0 = __ldg(xq), x1 = __ldg(xq + 1);
+        int s = 0;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            s = __dp4a(i4(w.q0, i), i4(x0, i), s);
+            s = __dp4a(i4(w.q1, i), i4(x1, i), s);
+        }
+        return w.d * __ldg(xd) * (float)s;
+    }
+    static __device__ __forceinline__ void dq8(const cuda_qptrs & p, int64_t b, int j, float (&y)[8]) {
+        const int8_t * qs = (const int8_t *)qt_seg(p, 0, b) + 8 * j;
+        const float d = qt_h(qt_seg(p, 1, b));
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+            y[e] = d * (float)qs[e];
+    }
+};
+
 // ---- q4_1: d * q + m ------------------------------------------------------------------------------------------
 struct qt_q4_1 {
     static constexpr ggml_type type = GGML_TYPE_Q4_1;
