@@ -35,7 +35,8 @@ class membw_probe {
     membw_probe(const membw_probe &) = delete;
     membw_probe & operator=(const membw_probe &) = delete;
 
-    // One 4-stream read of the whole buffer on n_threads threads, in GB/s.
+    // The best of two 4-stream reads of the whole buffer on n_threads threads, after one that is not counted
+    // (pages reclaimed while the buffer sat idle come back in it), in GB/s.
     double read_gbs(int n_threads) const;
     size_t bytes() const { return bytes_; }
 
