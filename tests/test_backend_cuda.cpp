@@ -159,7 +159,7 @@ TEST_CASE("shared case table: every case on CUDA matches the CPU") {
         }
         // CPU and CUDA differ in rounding only: allow the f32 level where the table demands exactness
         // for float results computed with transcendental functions
-        const double tol = c.max_nmse > 0 ? c.max_nmse : 0.0;
+        const double tol = c.gpu_nmse > 0 ? c.gpu_nmse : c.max_nmse > 0 ? c.max_nmse : 0.0;
         compare(be, c.name, c.build, tol, backend_case_seed(c));
         ++per_group[c.group];
     }
