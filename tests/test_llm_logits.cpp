@@ -114,6 +114,21 @@ void check_against_reference(const std::string & path, int n_prompt, uint32_t se
     MESSAGE(path << ": rel err one batch " << e1);
 }
 
+// Every row's logits of toks[0 .. n_prompt) decoded in one call (batches of the context's n_batch), then of the
+// single steps toks[n_prompt .. n_total)
+std::vector<float> prompt_then_steps(llm_context * c, const std::vector<int32_t> & toks, int n_prompt, int n_total,
+                                     int n_vocab) {
+    std::vector<float> out;
+    std::string err;
+    REQUIRE_MESSAGE(llm_decode(c, toks.data(), n_prompt, &err), err);
+    for (int i = 0; i < n_prompt; ++i) out.insert(out.end(), llm_get_logits_ith(c, i), llm_get_logits_ith(c, i) + n_vocab);
+    for (int i = n_prompt; i < n_total; ++i) {
+        REQUIRE_MESSAGE(llm_decode(c, toks.data() + i, 1, &err), err);
+        out.insert(out.end(), llm_get_logits(c), llm_get_logits(c) + n_vocab);
+    }
+    return out;
+}
+
 }  // namespace
 
 TEST_CASE("llama2 shape (MHA): prompt, split batches, single steps match the numpy reference") {
@@ -196,15 +211,7 @@ TEST_CASE("flash attention equals the mul_mat path; f16 cache and q8_0 weights w
     auto run = [&](llm_model * mm, llm_context_params cp) {
         cp.all_logits = true;
         ctx_ptr c(mm, cp);
-        std::vector<float> out;
-        std::string err;
-        REQUIRE_MESSAGE(llm_decode(c.c, toks.data(), 30, &err), err);
-        for (int i = 0; i < 30; ++i) out.insert(out.end(), llm_get_logits_ith(c.c, i), llm_get_logits_ith(c.c, i) + n_vocab);
-        for (int i = 30; i < 40; ++i) {
-            REQUIRE_MESSAGE(llm_decode(c.c, toks.data() + i, 1, &err), err);
-            out.insert(out.end(), llm_get_logits(c.c), llm_get_logits(c.c) + n_vocab);
-        }
-        return out;
+        return prompt_then_steps(c.c, toks, 30, 40, n_vocab);
     };
     llm_context_params cp = f32_params(64, 8, true);
     const auto base = run(m.m, cp);
@@ -293,15 +300,7 @@ TEST_CASE("quantized KV cache (q8_0, q4_0; K and V apart): logits within toleran
         // 2 layers x 64 cells x 128 values (2 KV heads x 64) per tensor
         CHECK(perf.kv_k_bytes == 2 * ggml_row_size(tk, 128) * 64);
         CHECK(perf.kv_v_bytes == 2 * ggml_row_size(tv, 128) * 64);
-        std::vector<float> out;
-        std::string err;
-        REQUIRE_MESSAGE(llm_decode(c.c, toks.data(), 40, &err), err);
-        for (int i = 0; i < 40; ++i) out.insert(out.end(), llm_get_logits_ith(c.c, i), llm_get_logits_ith(c.c, i) + n_vocab);
-        for (int i = 40; i < 60; ++i) {
-            REQUIRE_MESSAGE(llm_decode(c.c, toks.data() + i, 1, &err), err);
-            out.insert(out.end(), llm_get_logits(c.c), llm_get_logits(c.c) + n_vocab);
-        }
-        return out;
+        return prompt_then_steps(c.c, toks, 40, 60, n_vocab);
     };
     const auto f16 = run(GGML_TYPE_F16, GGML_TYPE_F16, true);
     const auto q8 = run(GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, true);
