@@ -207,11 +207,16 @@ TEST_CASE("bpe: llama.cpp ggml-vocab-llama-bpe vectors") {
 }
 
 TEST_CASE("bpe: our convert_hf_to_gguf.py --vocab-only of llama3-tokenizer passes the same vectors") {
+    const std::string tok_dir = llm_shared_path("models/llama3-tokenizer");
+    if (access((tok_dir + "/tokenizer.json").c_str(), R_OK) != 0) { // as the vector cases: no shared data, no test
+        MESSAGE("skipping: " << tok_dir << "/tokenizer.json not found");
+        return;
+    }
     char dir[] = "/tmp/test_vocab_convert.XXXXXX";
     REQUIRE(mkdtemp(dir) != nullptr);
     const std::string out = std::string(dir) + "/llama3-vocab.gguf";
     const std::string cmd = "/usr/bin/python3 " LLM_SOURCE_DIR "/gguf-py/scripts/convert_hf_to_gguf.py --vocab-only '" +
-                            llm_shared_path("models/llama3-tokenizer") + "' --out '" + out + "' > /dev/null";
+                            tok_dir + "' --out '" + out + "' > /dev/null";
     REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, cmd);
     std::string err;
     gguf_context * g = gguf_init_from_file(out.c_str(), {true, nullptr}, &err);
