@@ -116,10 +116,8 @@ static void tile_dot_float(int64_t n, const void * vx, size_t bx, const void * v
                            size_t bs_c) {
     const TX * x[R];
     const TY * y[C];
-    for (int r = 0; r < R; ++r)
-        x[r] = (const TX *)((const char *)vx + r * bx);
-    for (int c = 0; c < C; ++c)
-        y[c] = (const TY *)((const char *)vy + c * by);
+    ggml_tile_rows(vx, bx, R, x);
+    ggml_tile_rows(vy, by, C, y);
     __m512 acc[R][C];
     for (int r = 0; r < R; ++r)
         for (int c = 0; c < C; ++c)
@@ -242,10 +240,8 @@ static void tile_dot_q8(int64_t n, const void * vx, size_t bx, const void * vy, 
     const int64_t nb = n / QK8_0;
     const block_q8_0 * x[R];
     const block_q8_1 * y[C];
-    for (int r = 0; r < R; ++r)
-        x[r] = (const block_q8_0 *)((const char *)vx + r * bx);
-    for (int c = 0; c < C; ++c)
-        y[c] = (const block_q8_1 *)((const char *)vy + c * by);
+    ggml_tile_rows(vx, bx, R, x);
+    ggml_tile_rows(vy, by, C, y);
     __m512 acc[R][C];
     for (int r = 0; r < R; ++r)
         for (int c = 0; c < C; ++c)

@@ -37,5 +37,12 @@ ggml_tile_dot_t ggml_cpu_get_tile_dot(ggml_type type_x, bool y_f16, int nr, int 
             {F<__VA_ARGS__, 4, 1>, F<__VA_ARGS__, 4, 2>, F<__VA_ARGS__, 4, 3>, F<__VA_ARGS__, 4, 4>},                  \
     }
 
+// A tile's row pointers: p[i] = the row at base + min(i, n - 1) * stride, as T (rows past the n real ones repeat
+// the last, for kernels that process a whole register's worth of rows).
+template <typename T, int N> inline void ggml_tile_rows(const void * base, size_t stride, int n, const T * (&p)[N]) {
+    for (int i = 0; i < N; ++i)
+        p[i] = (const T *)((const char *)base + (i < n ? i : n - 1) * stride);
+}
+
 // Name of the SIMD level vec_dot.cpp was built for ("avx512-vnni", "avx2", "scalar").
 const char * ggml_cpu_simd_name();

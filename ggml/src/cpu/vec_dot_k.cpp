@@ -272,10 +272,8 @@ void tile_dot_k(int64_t n, const void * vx, size_t bx, const void * vy, size_t b
     const int64_t nb = n / QK_K;
     const B * x[R];
     const block_q8_K * y[C];
-    for (int r = 0; r < R; ++r)
-        x[r] = (const B *)((const char *)vx + r * bx);
-    for (int c = 0; c < C; ++c)
-        y[c] = (const block_q8_K *)((const char *)vy + c * by);
+    ggml_tile_rows(vx, bx, R, x);
+    ggml_tile_rows(vy, by, C, y);
     __m256 acc[R][C];
     for (int r = 0; r < R; ++r)
         for (int c = 0; c < C; ++c)
@@ -630,10 +628,8 @@ void tile_dot_k(int64_t n, const void * vx, size_t bx, const void * vy, size_t b
     const int64_t nb = n / QK_K;
     const B * x[4];
     const block_q8_K * y[C];
-    for (int r = 0; r < 4; ++r)
-        x[r] = (const B *)((const char *)vx + (r < R ? r : 0) * bx);
-    for (int c = 0; c < C; ++c)
-        y[c] = (const block_q8_K *)((const char *)vy + c * by);
+    ggml_tile_rows(vx, bx, R, x); // rows >= R: pointers only (their sums are zeroed)
+    ggml_tile_rows(vy, by, C, y);
     __m512 acc[C]; // lanes 4r .. 4r+3: row r
     for (int c = 0; c < C; ++c)
         acc[c] = _mm512_setzero_ps();

@@ -193,10 +193,8 @@ void tile_avx512(int64_t n, const void * vx, size_t bx, const void * vy, size_t 
     const int64_t nb = n / 32;
     const B * x[2 * RP];
     const block_q8_1 * y[C];
-    for (int r = 0; r < 2 * RP; ++r)
-        x[r] = (const B *)((const char *)vx + (r < R ? r : R - 1) * bx);
-    for (int c = 0; c < C; ++c)
-        y[c] = (const block_q8_1 *)((const char *)vy + c * by);
+    ggml_tile_rows(vx, bx, R, x);
+    ggml_tile_rows(vy, by, C, y);
     __m512 acc[RP][C], accm[RP][C]; // accm: the m * sum y terms of the _1 types (a second FMA chain)
     for (int p = 0; p < RP; ++p)
         for (int c = 0; c < C; ++c)
@@ -329,10 +327,8 @@ void tile_avx2(int64_t n, const void * vx, size_t bx, const void * vy, size_t by
     const int64_t nb = n / 32;
     const B * x[R];
     const block_q8_1 * y[C];
-    for (int r = 0; r < R; ++r)
-        x[r] = (const B *)((const char *)vx + r * bx);
-    for (int c = 0; c < C; ++c)
-        y[c] = (const block_q8_1 *)((const char *)vy + c * by);
+    ggml_tile_rows(vx, bx, R, x);
+    ggml_tile_rows(vy, by, C, y);
     __m256 acc[R][C];
     for (int r = 0; r < R; ++r)
         for (int c = 0; c < C; ++c)
