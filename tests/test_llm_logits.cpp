@@ -129,6 +129,22 @@ std::vector<float> prompt_then_steps(llm_context * c, const std::vector<int32_t>
     return out;
 }
 
+// Context shift on c: decode toks[0 .. 20), remove cells [4, 9), decode toks[20]; the relative error of that last
+// step's logits against ref (the reference logits of the shortened sequence, shift_shortened(toks))
+std::vector<int32_t> shift_shortened(const std::vector<int32_t> & toks) {
+    std::vector<int32_t> s(toks.begin(), toks.begin() + 4);
+    s.insert(s.end(), toks.begin() + 9, toks.begin() + 21);
+    return s;
+}
+double shift_rel_err(llm_context * c, const std::vector<int32_t> & toks, const std::vector<float> & ref, int n_vocab) {
+    std::string err;
+    REQUIRE_MESSAGE(llm_decode(c, toks.data(), 20, &err), err);
+    llm_kv_remove(c, 4, 9);
+    CHECK(llm_n_past(c) == 15);
+    REQUIRE_MESSAGE(llm_decode(c, toks.data() + 20, 1, &err), err);
+    return rel_err(llm_get_logits(c), ref.data() + (shift_shortened(toks).size() - 1) * n_vocab, n_vocab);
+}
+
 }  // namespace
 
 TEST_CASE("llama2 shape (MHA): prompt, split batches, single steps match the numpy reference") {
@@ -254,21 +270,14 @@ TEST_CASE("context shift: removing cells re-rotates the moved keys (1 layer: exa
     model_ptr m(p);
     const int n_vocab = llm_model_hparams(m.m).n_vocab;
     const auto toks = random_tokens(21, n_vocab, 13);
+    const auto ref = ref_logits(p, shift_shortened(toks), n_vocab);
     for (int variant = 0; variant < 4; ++variant) {
         const bool fa = variant & 1, f16 = variant & 2;
         llm_context_params cp = f32_params(64, 16, false);
         cp.flash_attn = fa;
         if (f16) cp.type_k = cp.type_v = GGML_TYPE_F16;
         ctx_ptr c(m.m, cp);
-        std::string err;
-        REQUIRE_MESSAGE(llm_decode(c.c, toks.data(), 20, &err), err);
-        llm_kv_remove(c.c, 4, 9);
-        CHECK(llm_n_past(c.c) == 15);
-        REQUIRE_MESSAGE(llm_decode(c.c, toks.data() + 20, 1, &err), err);
-        std::vector<int32_t> shortened(toks.begin(), toks.begin() + 4);
-        shortened.insert(shortened.end(), toks.begin() + 9, toks.end());
-        const auto ref = ref_logits(p, shortened, n_vocab);
-        const double e = rel_err(llm_get_logits(c.c), ref.data() + (shortened.size() - 1) * n_vocab, n_vocab);
+        const double e = shift_rel_err(c.c, toks, ref, n_vocab);
         MESSAGE("context shift (flash_attn " << fa << ", cache " << (f16 ? "f16" : "f32") << "): rel err " << e);
         CHECK(e < (f16 ? 2e-3 : 1e-4));
         // removing the tail only truncates; clearing empties
@@ -338,20 +347,13 @@ TEST_CASE("quantized KV cache: context shift re-rotates and requantizes the move
     model_ptr m(p);
     const int n_vocab = llm_model_hparams(m.m).n_vocab;
     const auto toks = random_tokens(21, n_vocab, 13);
-    std::vector<int32_t> shortened(toks.begin(), toks.begin() + 4);
-    shortened.insert(shortened.end(), toks.begin() + 9, toks.end());
-    const auto ref = ref_logits(p, shortened, n_vocab);
+    const auto ref = ref_logits(p, shift_shortened(toks), n_vocab);
     for (ggml_type t : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0}) {
         llm_context_params cp = f32_params(64, 16, false);
         cp.flash_attn = true;
         cp.type_k = cp.type_v = t;
         ctx_ptr c(m.m, cp);
-        std::string err;
-        REQUIRE_MESSAGE(llm_decode(c.c, toks.data(), 20, &err), err);
-        llm_kv_remove(c.c, 4, 9);
-        CHECK(llm_n_past(c.c) == 15);
-        REQUIRE_MESSAGE(llm_decode(c.c, toks.data() + 20, 1, &err), err);
-        const double e = rel_err(llm_get_logits(c.c), ref.data() + (shortened.size() - 1) * n_vocab, n_vocab);
+        const double e = shift_rel_err(c.c, toks, ref, n_vocab);
         MESSAGE("context shift, " << std::string(ggml_type_name(t)) << " cache: rel err " << e);
         CHECK(e < (t == GGML_TYPE_Q8_0 ? 2e-2 : 2e-1));
     }

@@ -241,7 +241,8 @@ bool ggml_cuda_mul_mat_group_ok(const ggml_cuda_context & ctx, const ggml_tensor
     if (!a0) return false;
     // quantized types of mmvq-t.cuh (repacked q8_0 too, unless GGML_CUDA_Q8_V6): all weights of one type, in the
     // kernel layout; q8: repacked q8_0 through mmvq.cu's v6 kernels
-    const ggml_cuda_qt_fns * qt = ggml_cuda_qt_q8r(ctx, a0) ? ggml_cuda_qt_q8r(ctx, a0) : ggml_cuda_qt(a0->type);
+    const ggml_cuda_qt_fns * q8qt = ggml_cuda_qt_q8r(ctx, a0);
+    const ggml_cuda_qt_fns * qt = q8qt ? q8qt : ggml_cuda_qt(a0->type);
     const bool q8 = !qt && ggml_cuda_q8_repacked(a0);
     if (q8 ? !(K % 32 == 0 && ggml_cuda_mmvq_q8r_v6(ctx, K, 1))
            : qt ? !(K % qt->qk == 0 && K <= INT32_MAX) : !(x->nb[0] == 4 && (uintptr_t)x->data % 16 == 0))
