@@ -1,5 +1,8 @@
 // chat.cpp - chat templates (see chat.h).
 #include "chat.h"
+#include "jinja.h"
+
+#include <nlohmann/json.hpp>
 
 #include <sstream>
 
@@ -70,4 +73,19 @@ std::string llm_chat_delta(llm_chat_template t, const std::vector<llm_chat_msg> 
     const std::string after = llm_chat_apply(t, all, add_assistant);
     if (after.compare(0, before.size(), before) == 0) return after.substr(before.size());
     return after;  // the template re-rendered earlier turns: caller must re-evaluate
+}
+
+bool llm_chat_apply_jinja(const std::string & tmpl, const nlohmann::json & messages, const nlohmann::json & tools,
+                          bool add_generation_prompt, const std::string & bos_token, const std::string & eos_token,
+                          std::string * out, std::string * err) {
+    llm_jinja_template * t = llm_jinja_parse(tmpl, err);
+    if (!t) return false;
+    // the variables transformers' apply_chat_template passes (documents is None without RAG documents)
+    nlohmann::json ctx = {
+        {"messages", messages},   {"tools", tools},         {"documents", nullptr},
+        {"bos_token", bos_token}, {"eos_token", eos_token}, {"add_generation_prompt", add_generation_prompt},
+    };
+    const bool ok = llm_jinja_render(t, ctx, out, err);
+    llm_jinja_free(t);
+    return ok;
 }

@@ -7,6 +7,8 @@
 //   std::string delta = llm_chat_delta(t, hist_before, new_msgs, true);
 #pragma once
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <string>
 #include <vector>
 
@@ -29,3 +31,10 @@ std::string       llm_chat_apply(llm_chat_template t, const std::vector<llm_chat
 // The text that new messages add after the already formatted (and evaluated) history.
 std::string       llm_chat_delta(llm_chat_template t, const std::vector<llm_chat_msg> & past,
                                  const std::vector<llm_chat_msg> & added, bool add_assistant);
+
+// Render a Jinja chat template (tokenizer.chat_template or --chat-template-file) as HF transformers /
+// llama.cpp --jinja do. messages: [{"role":..,"content":..,...}], tools may be null. Returns false with a
+// one-line error naming the construct and the position (line:col) on failure.
+bool llm_chat_apply_jinja(const std::string & tmpl, const nlohmann::json & messages, const nlohmann::json & tools,
+                          bool add_generation_prompt, const std::string & bos_token, const std::string & eos_token,
+                          std::string * out, std::string * err);

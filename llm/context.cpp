@@ -58,8 +58,8 @@ llm_context * llm_context_new(llm_model * model, const llm_context_params & para
 #endif
     ctx->backends.push_back(ctx->cpu);
 
-    if (!llm_kv_cache_init(ctx->kv, *model, ctx->n_ctx, params.type_k, params.type_v, /*v_trans=*/!params.flash_attn,
-                           ctx->gpu, err)) {
+    if (!llm_kv_cache_init(ctx->kv, *model, ctx->n_ctx, params.n_seq_max, params.type_k, params.type_v,
+                           /*v_trans=*/!params.flash_attn, ctx->gpu, err)) {
         llm_context_free(ctx);
         return nullptr;
     }
@@ -69,8 +69,11 @@ llm_context * llm_context_new(llm_model * model, const llm_context_params & para
     ctx->sched = ggml_backend_sched_new(ctx->backends.data(), (int) ctx->backends.size(), ctx->graph_size);
     if (!ctx->sched) return fail("cannot create the scheduler");
 
-    // plan the compute buffers once on the worst case: a full batch at the end of the context
-    llm_graph g = llm_build_graph(*ctx, ctx->n_batch, ctx->n_ctx - ctx->n_batch, params.all_logits);
+    // plan the compute buffers once on the worst case: a full batch reading every cell, with logits of every token
+    // (all_logits) or of one per sequence (a batch that wants more grows the buffers when it comes)
+    const int n_out = params.all_logits ? ctx->n_batch : std::min(ctx->n_batch, std::max(1, params.n_seq_max));
+    llm_graph g = llm_build_graph(*ctx, ctx->n_batch, ctx->n_ctx, n_out,
+                                  n_out == ctx->n_batch ? LLM_OUT_ALL : n_out == 1 ? LLM_OUT_LAST : LLM_OUT_IDS);
     const bool ok = ggml_backend_sched_reserve(ctx->sched, g.gf);
     ggml_free(g.ctx);
     if (!ok) return fail("cannot allocate the compute buffers (n_ctx " + std::to_string(ctx->n_ctx) + ", n_batch " +
@@ -93,84 +96,138 @@ llm_context * llm_context_new(llm_model * model, const llm_context_params & para
     return ctx;
 }
 
-// One graph: n tokens at n_past. out_row: where in ctx->logits its logits rows go (-1: do not copy).
-static bool decode_batch(llm_context * ctx, const int32_t * tokens, int n, int out_row, std::string * err) {
-    const int n_past = ctx->kv.n_past;
-    const int n_kv = llm_graph_n_kv(n_past, n, ctx->n_ctx);
-    if (!(ctx->graph_reuse && ctx->graph.ctx && ctx->graph.n_tokens == n && ctx->graph.n_kv == n_kv)) {
+// One graph: tokens [i0, i0+n) of the batch. Rows of ctx->logits from `row` on receive the logits of the
+// tokens that want them (out[i] != 0); returns how many.
+static bool decode_ubatch(llm_context * ctx, const llm_batch & b, int i0, int n, const uint8_t * out, int row,
+                          int * n_rows, std::string * err) {
+    const int32_t * seq = b.seq_id.data() + i0;
+    const int32_t * pos = b.pos.data() + i0;
+    std::vector<int32_t> & cells = ctx->ubatch_cells;
+    cells.resize(n);
+    if (!llm_kv_place(ctx->kv, n, seq, pos, cells.data(), err)) return false;
+
+    // outputs: all tokens, the last one, or a list
+    int n_out = 0;
+    std::vector<int32_t> & ids = ctx->ubatch_out_ids;
+    ids.clear();
+    for (int i = 0; i < n; ++i) {
+        if (out[i]) ids.push_back(i);
+    }
+    n_out = (int) ids.size();
+    llm_graph_out mode = LLM_OUT_IDS;
+    if (n_out == n) {
+        mode = LLM_OUT_ALL;
+    } else if (n_out == 0 || (n_out == 1 && ids[0] == n - 1)) {
+        mode = LLM_OUT_LAST;  // no output wanted: the last token's logits are computed and not kept
+    }
+    const int n_graph_out = mode == LLM_OUT_LAST ? 1 : n_out;
+    const int n_kv = llm_kv_n_kv(ctx->kv);
+    int n_seq = 1;  // distinct sequences (a hint for the attention kernels)
+    if (ctx->kv.n_seq_max > 1) {
+        uint64_t seen = 0;
+        for (int i = 0; i < n; ++i) seen |= 1ull << seq[i];
+        n_seq = __builtin_popcountll(seen);
+    }
+    const llm_graph & kept = ctx->graph;
+    if (!(ctx->graph_reuse && kept.ctx && kept.n_tokens == n && kept.n_kv == n_kv && kept.out == mode &&
+          kept.n_out == n_graph_out && kept.n_seq == n_seq)) {
         drop_graph(ctx);
-        ctx->graph = llm_build_graph(*ctx, n, n_past, ctx->params.all_logits);
+        ctx->graph = llm_build_graph(*ctx, n, n_kv, n_graph_out, mode, n_seq);
         ggml_backend_sched_reset(ctx->sched);
         if (!ggml_backend_sched_alloc_graph(ctx->sched, ctx->graph.gf)) {
             drop_graph(ctx);
+            llm_kv_free_cells(ctx->kv, cells.data(), n);
             if (err) *err = "llm_decode: cannot allocate the graph of " + std::to_string(n) + " tokens";
             return false;
         }
     }
     const llm_graph & g = ctx->graph;
-    ggml_backend_tensor_set(g.inp_tokens, tokens, 0, n * sizeof(int32_t));
-    int32_t pos_small[64];
-    std::vector<int32_t> pos_big;
-    int32_t * pos = pos_small;
-    if (n > 64) {
-        pos_big.resize(n);
-        pos = pos_big.data();
-    }
-    for (int i = 0; i < n; ++i) pos[i] = n_past + i;
+    ggml_backend_tensor_set(g.inp_tokens, b.token.data() + i0, 0, n * sizeof(int32_t));
     ggml_backend_tensor_set(g.inp_pos, pos, 0, n * sizeof(int32_t));
+    ggml_backend_tensor_set(g.inp_cells, cells.data(), 0, n * sizeof(int32_t));
+    if (g.inp_out_ids) ggml_backend_tensor_set(g.inp_out_ids, ids.data(), 0, n_out * sizeof(int32_t));
     ctx->mask_buf.resize(ggml_nbytes(g.inp_kq_mask));
-    llm_graph_fill_mask(ctx->mask_buf.data(), g.inp_kq_mask->type, g.n_kv, n, n_past);
+    llm_kv_fill_mask(ctx->kv, ctx->mask_buf.data(), g.inp_kq_mask->type, g.n_kv, n, seq, pos);
     ggml_backend_tensor_set(g.inp_kq_mask, ctx->mask_buf.data(), 0, ctx->mask_buf.size());
 
     const ggml_status st = ggml_backend_sched_graph_compute(ctx->sched, g.gf);
     if (st != GGML_STATUS_SUCCESS) {
         drop_graph(ctx);
+        llm_kv_free_cells(ctx->kv, cells.data(), n);
         if (err) *err = "llm_decode: graph compute failed (status " + std::to_string((int) st) + ")";
         return false;
     }
-    if (out_row >= 0) {
-        const size_t row = (size_t) ctx->model->hp.n_vocab;
-        ggml_backend_tensor_get(g.logits, ctx->logits.data() + out_row * row, 0, g.n_out * row * sizeof(float));
+    *n_rows = n_out;
+    if (n_out > 0) {
+        const size_t row_size = (size_t) ctx->model->hp.n_vocab;
+        ggml_backend_tensor_get(g.logits, ctx->logits.data() + row * row_size, 0, n_out * row_size * sizeof(float));
         ggml_backend_tensor_get(g.argmax, &ctx->argmax, 0, sizeof(int32_t));
     }
-    ctx->kv.n_past += n;
     return true;
 }
 
-bool llm_decode(llm_context * ctx, const int32_t * tokens, int n, std::string * err) {
-    if (n <= 0) {
-        if (err) *err = "llm_decode: no tokens";
+// Checks a batch: token ids in the vocabulary, sequence ids in range, positions >= 0 and increasing per
+// sequence, room in the cache.
+static bool check_batch(const llm_context * ctx, const llm_batch & b, std::string * err) {
+    const int n = b.size();
+    auto fail = [&](const std::string & m) {
+        if (err) *err = "llm_decode: " + m;
         return false;
+    };
+    if (n <= 0) return fail("no tokens");
+    if ((int) b.pos.size() != n || (int) b.seq_id.size() != n || (int) b.logits.size() != n) {
+        return fail("batch arrays differ in length");
     }
     const int n_vocab = ctx->model->hp.n_vocab;
+    std::vector<int32_t> last(ctx->kv.n_seq_max, -1);
     for (int i = 0; i < n; ++i) {
-        if (tokens[i] < 0 || tokens[i] >= n_vocab) {
-            if (err) {
-                *err = "llm_decode: token " + std::to_string(i) + " has id " + std::to_string(tokens[i]) +
-                       ", outside the vocabulary [0, " + std::to_string(n_vocab) + ")";
-            }
-            return false;
+        if (b.token[i] < 0 || b.token[i] >= n_vocab) {
+            return fail("token " + std::to_string(i) + " has id " + std::to_string(b.token[i]) +
+                        ", outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
         }
-    }
-    if (ctx->kv.n_past + n > ctx->n_ctx) {
-        if (err) {
-            *err = "llm_decode: context full: " + std::to_string(ctx->kv.n_past) + " cached + " + std::to_string(n) +
-                   " new tokens > n_ctx " + std::to_string(ctx->n_ctx);
+        const int s = b.seq_id[i];
+        if (s < 0 || s >= ctx->kv.n_seq_max) {
+            return fail("token " + std::to_string(i) + " has sequence id " + std::to_string(s) + ", outside [0, " +
+                        std::to_string(ctx->kv.n_seq_max) + ")");
         }
-        return false;
+        if (b.pos[i] < 0 || b.pos[i] <= last[s]) {
+            return fail("token " + std::to_string(i) + " of sequence " + std::to_string(s) + " has position " +
+                        std::to_string(b.pos[i]) + ", not after the previous one");
+        }
+        last[s] = b.pos[i];
     }
+    if (ctx->kv.used + n > ctx->n_ctx) {
+        return fail("context full: " + std::to_string(ctx->kv.used) + " cells used + " + std::to_string(n) +
+                    " new tokens > n_ctx " + std::to_string(ctx->n_ctx));
+    }
+    return true;
+}
+
+static bool decode(llm_context * ctx, const llm_batch & b, std::string * err) {
+    if (!check_batch(ctx, b, err)) return false;
+    const int n = b.size();
     const int64_t t0 = ggml_time_us();
     const bool all = ctx->params.all_logits;
-    ctx->n_logits_rows = all ? n : 1;
-    ctx->logits.resize((size_t) ctx->n_logits_rows * n_vocab);
+    std::vector<uint8_t> & out = ctx->batch_out;
+    out.assign(b.logits.begin(), b.logits.end());
+    if (all) std::fill(out.begin(), out.end(), 1);
+    ctx->out_row.assign(n, -1);
+    int n_rows = 0;
+    for (int i = 0; i < n; ++i) {
+        if (out[i]) ctx->out_row[i] = n_rows++;
+    }
+    ctx->n_logits_rows = n_rows;
+    ctx->logits.resize((size_t) std::max(n_rows, 1) * ctx->model->hp.n_vocab);
+    int row = 0;
     for (int i0 = 0; i0 < n; i0 += ctx->n_batch) {
         const int nb = std::min(ctx->n_batch, n - i0);
-        const bool last = i0 + nb == n;
-        const int out_row = all ? i0 : (last ? 0 : -1);
-        if (!decode_batch(ctx, tokens + i0, nb, out_row, err)) {
+        int got = 0;
+        if (!decode_ubatch(ctx, b, i0, nb, out.data() + i0, row, &got, err)) {
             ctx->n_logits_rows = 0;
+            ctx->out_row.clear();
             return false;
         }
+        row += got;
     }
     const double ms = (ggml_time_us() - t0) / 1000.0;
     if (n > 1) {
@@ -183,6 +240,27 @@ bool llm_decode(llm_context * ctx, const int32_t * tokens, int n, std::string * 
     return true;
 }
 
+bool llm_decode_batch(llm_context * ctx, const llm_batch & batch, std::string * err) { return decode(ctx, batch, err); }
+
+bool llm_decode(llm_context * ctx, const int32_t * tokens, int n, std::string * err) {
+    if (n <= 0) {
+        if (err) *err = "llm_decode: no tokens";
+        return false;
+    }
+    if (ctx->kv.seq_pos_max[0] + 1 + n > ctx->n_ctx || ctx->kv.used + n > ctx->n_ctx) {
+        if (err) {
+            *err = "llm_decode: context full: " + std::to_string(llm_n_past(ctx)) + " cached + " + std::to_string(n) +
+                   " new tokens > n_ctx " + std::to_string(ctx->n_ctx);
+        }
+        return false;
+    }
+    llm_batch & b = ctx->single;
+    b.clear();
+    const int p0 = ctx->kv.seq_pos_max[0] + 1;
+    for (int i = 0; i < n; ++i) b.add(tokens[i], p0 + i, 0, i == n - 1);
+    return decode(ctx, b, err);
+}
+
 const float * llm_get_logits(llm_context * ctx) {
     if (ctx->n_logits_rows == 0) return nullptr;
     return ctx->logits.data() + (size_t) (ctx->n_logits_rows - 1) * ctx->model->hp.n_vocab;
@@ -193,16 +271,46 @@ const float * llm_get_logits_ith(llm_context * ctx, int i) {
     return ctx->logits.data() + (size_t) i * ctx->model->hp.n_vocab;
 }
 
+const float * llm_get_logits_batch(llm_context * ctx, int i) {
+    if (i < 0 || i >= (int) ctx->out_row.size() || ctx->out_row[i] < 0) return nullptr;
+    return ctx->logits.data() + (size_t) ctx->out_row[i] * ctx->model->hp.n_vocab;
+}
+
 int32_t llm_argmax_last(llm_context * ctx) { return ctx->n_logits_rows > 0 ? ctx->argmax : -1; }
 int llm_n_ctx(const llm_context * ctx) { return ctx->n_ctx; }
-int llm_n_past(const llm_context * ctx) { return ctx->kv.n_past; }
+int llm_n_past(const llm_context * ctx) { return ctx->kv.seq_pos_max[0] + 1; }
+int llm_n_seq_max(const llm_context * ctx) { return ctx->kv.n_seq_max; }
+int llm_kv_cells_used(const llm_context * ctx) { return ctx->kv.used; }
+
+int llm_kv_seq_pos_max(const llm_context * ctx, int seq) {
+    return seq >= 0 && seq < ctx->kv.n_seq_max ? ctx->kv.seq_pos_max[seq] : -1;
+}
+
+void llm_kv_seq_rm(llm_context * ctx, int seq, int p0, int p1) {
+    if (seq >= ctx->kv.n_seq_max) return;
+    llm_kv_seq_rm(ctx->kv, seq, std::max(p0, 0), p1);
+}
+
+void llm_kv_seq_cp(llm_context * ctx, int src, int dst, int p0, int p1) {
+    const int n = ctx->kv.n_seq_max;
+    if (src < 0 || src >= n || dst < 0 || dst >= n) return;
+    llm_kv_seq_cp(ctx->kv, src, dst, std::max(p0, 0), p1);
+}
+
+void llm_kv_seq_keep(llm_context * ctx, int seq) {
+    if (seq >= 0 && seq < ctx->kv.n_seq_max) llm_kv_seq_keep(ctx->kv, seq);
+}
+
+bool llm_kv_seq_add(llm_context * ctx, int seq, int p0, int p1, int delta, std::string * err) {
+    drop_graph(ctx);  // the shift runs its own graph through sched
+    return llm_kv_seq_add(ctx->kv, *ctx->model, ctx->sched, seq, p0, p1, delta, err);
+}
 
 void llm_kv_remove(llm_context * ctx, int p0, int p1) {
-    drop_graph(ctx);  // the shift runs its own graph through sched
+    if (p0 < 0 || p1 <= p0) return;
+    llm_kv_seq_rm(ctx->kv, 0, p0, p1);
     std::string err;
-    if (!llm_kv_cache_remove(ctx->kv, *ctx->model, ctx->sched, p0, p1, &err)) {
-        GGML_LOG_ERROR("%s: %s\n", __func__, err.c_str());
-    }
+    if (!llm_kv_seq_add(ctx, 0, p1, -1, -(p1 - p0), &err)) GGML_LOG_ERROR("%s: %s\n", __func__, err.c_str());
 }
 
 void llm_kv_clear(llm_context * ctx) { llm_kv_cache_clear(ctx->kv); }
@@ -215,7 +323,7 @@ void llm_reset_perf(llm_context * ctx) {
 }
 
 bool llm_dump_graph(llm_context * ctx, int n_tokens, const char * prefix, std::string * err) {
-    const int n_past = ctx->kv.n_past;
+    const int n_past = llm_n_past(ctx);
     if (n_tokens <= 0 || n_tokens > ctx->n_batch || n_past + n_tokens > ctx->n_ctx) {
         if (err) {
             *err = "llm_dump_graph: " + std::to_string(n_tokens) + " tokens at n_past " + std::to_string(n_past) +
@@ -225,7 +333,10 @@ bool llm_dump_graph(llm_context * ctx, int n_tokens, const char * prefix, std::s
         return false;
     }
     drop_graph(ctx);  // the dump builds into graph_mem
-    llm_graph g = llm_build_graph(*ctx, n_tokens, n_past, ctx->params.all_logits);
+    const int n_kv = std::min(ctx->n_ctx, (std::max(ctx->kv.used_end, n_past + n_tokens) + LLM_KV_PAD - 1) /
+                                              LLM_KV_PAD * LLM_KV_PAD);
+    const bool all = ctx->params.all_logits;
+    llm_graph g = llm_build_graph(*ctx, n_tokens, n_kv, all ? n_tokens : 1, all ? LLM_OUT_ALL : LLM_OUT_LAST);
     ggml_backend_sched_reset(ctx->sched);
     bool ok = ggml_backend_sched_alloc_graph(ctx->sched, g.gf);
     if (!ok) {
@@ -241,4 +352,30 @@ bool llm_dump_graph(llm_context * ctx, int n_tokens, const char * prefix, std::s
     ggml_backend_sched_reset(ctx->sched);
     ggml_free(g.ctx);
     return ok;
+}
+
+ggml_backend_sched_t llm_get_sched(llm_context * ctx) { return ctx->sched; }
+ggml_cgraph * llm_last_graph(llm_context * ctx) { return ctx->graph.ctx ? ctx->graph.gf : nullptr; }
+
+bool llm_flash_attn_supported(const llm_model * model, ggml_type type_k, ggml_type type_v) {
+    if (ggml_is_quantized(type_v) || model->n_gpu_layers == 0) return true;
+#ifdef GGML_USE_CUDA
+    // ask the backend about one query of the model's shapes against a 256-cell cache (tensor headers only)
+    ggml_backend_t gpu = ggml_backend_cuda_init(model->main_gpu);
+    if (!gpu) return true;  // llm_context_new reports the device
+    const llm_hparams & hp = model->hp;
+    const int64_t hd = hp.n_embd_head, n_kv = 256;
+    ggml_context * c = ggml_init({8 * ggml_tensor_overhead(), nullptr, true});
+    ggml_tensor * q = ggml_new_tensor_3d(c, GGML_TYPE_F32, hd, 1, hp.n_head);     // [hd, n_tokens, n_head]
+    ggml_tensor * k = ggml_new_tensor_3d(c, type_k, hd, n_kv, hp.n_head_kv);       // [hd, n_kv, n_head_kv]
+    ggml_tensor * v = ggml_new_tensor_3d(c, type_v, hd, n_kv, hp.n_head_kv);
+    ggml_tensor * mask = ggml_new_tensor_2d(c, GGML_TYPE_F16, n_kv, 1);           // [n_kv, n_tokens]
+    const bool ok = ggml_backend_supports_op(gpu, ggml_flash_attn_ext(c, q, k, v, mask, 1.0f, -1));
+    ggml_free(c);
+    ggml_backend_free(gpu);
+    return ok;
+#else
+    (void) type_k;
+    return true;
+#endif
 }

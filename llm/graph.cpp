@@ -1,50 +1,31 @@
-// graph.cpp - the Llama forward graph of one step: n_tokens new tokens at positions n_past.., attending
-// to the n_past cached cells plus themselves (causal), logits of the last token (or of every token).
+// graph.cpp - the Llama forward graph of one step: n_tokens new tokens (of one or many sequences), each
+// attending to the cached cells of its own sequence at positions up to its own (the inp_kq_mask input), with
+// the logits of every token, of the last one, or of those listed in inp_out_ids.
 //
-// Decode steps keep one graph: the step's cells are written with SET_ROWS at the positions in inp_pos, and
-// attention reads a KV view of n_kv = n_past + n_tokens rounded up to LLM_KV_PAD cells, with the causal
-// limit in the inp_kq_mask input. Consecutive decode steps then differ only in their inputs' contents
-// (tokens, positions, mask), so a backend can replay the step it captured (CUDA graphs) for LLM_KV_PAD
-// tokens in a row.
+// Decode steps keep one graph: the step's cells are written with SET_ROWS at the cells in inp_cells, and
+// attention reads a KV view of n_kv cells (the used ones rounded up to LLM_KV_PAD), with the visibility in
+// the mask. Consecutive decode steps then differ only in their inputs' contents (tokens, positions, cells,
+// mask), so a backend can replay the step it captured (CUDA graphs) for up to LLM_KV_PAD tokens in a row.
 #include "llm-impl.h"
 
 #include <algorithm>
 #include <cmath>
 
-int llm_graph_n_kv(int n_past, int n_tokens, int n_ctx) {
-    return std::min(n_ctx, (n_past + n_tokens + LLM_KV_PAD - 1) / LLM_KV_PAD * LLM_KV_PAD);
-}
-
-template <typename T> static void fill_mask(T * mask, int n_kv, int n_tokens, int n_past, T zero, T minus_inf) {
-    for (int i = 0; i < n_tokens; ++i) {  // row i sees cells 0 .. n_past + i
-        T * row = mask + (size_t) i * n_kv;
-        const int n_vis = std::clamp(n_past + i + 1, 0, n_kv);
-        std::fill(row, row + n_vis, zero);
-        std::fill(row + n_vis, row + n_kv, minus_inf);
-    }
-}
-
-void llm_graph_fill_mask(void * mask, ggml_type type, int n_kv, int n_tokens, int n_past) {
-    GGML_ASSERT(type == GGML_TYPE_F32 || type == GGML_TYPE_F16);
-    if (type == GGML_TYPE_F32)
-        fill_mask((float *) mask, n_kv, n_tokens, n_past, 0.0f, -INFINITY);
-    else  // f16 bits: +0 and -inf
-        fill_mask((uint16_t *) mask, n_kv, n_tokens, n_past, (uint16_t) 0x0000, (uint16_t) 0xFC00);
-}
-
-llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_past, bool all_logits) {
+llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_kv, int n_out, llm_graph_out out, int n_seq) {
     const llm_model & model = *lctx.model;
     const llm_hparams & hp = model.hp;
     const llm_kv_cache & kv = lctx.kv;
     const int64_t n_embd = hp.n_embd, n_head = hp.n_head, n_head_kv = hp.n_head_kv, hd = hp.n_embd_head;
-    GGML_ASSERT(n_tokens > 0 && n_past + n_tokens <= kv.n_ctx);
-    const int n_kv = llm_graph_n_kv(n_past, n_tokens, kv.n_ctx);  // cells read by attention (masked beyond)
+    GGML_ASSERT(n_tokens > 0 && n_tokens <= kv.n_ctx && n_kv > 0 && n_kv <= kv.n_ctx);
+    GGML_ASSERT(out == LLM_OUT_ALL ? n_out == n_tokens : out == LLM_OUT_LAST ? n_out == 1 : n_out >= 1 && n_out <= n_tokens);
     const float kq_scale = 1.0f / std::sqrt((float) hd);
 
     llm_graph g;
     g.n_tokens = n_tokens;
     g.n_kv = n_kv;
-    g.n_out = all_logits ? n_tokens : 1;
+    g.n_out = n_out;
+    g.out = out;
+    g.n_seq = n_seq;
     g.ctx = ggml_init({lctx.graph_mem.size(), lctx.graph_mem.data(), true});
     ggml_context * ctx = g.ctx;
     ggml_cgraph * gf = ggml_new_graph_custom(ctx, lctx.graph_size);
@@ -56,6 +37,14 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_past, bool all
     g.inp_pos = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_tokens);  // i32 [n_tokens]
     ggml_set_name(g.inp_pos, "inp_pos");
     ggml_set_input(g.inp_pos);
+    g.inp_cells = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_tokens);  // i32 [n_tokens]: KV cells written
+    ggml_set_name(g.inp_cells, "inp_cells");
+    ggml_set_input(g.inp_cells);
+    if (out == LLM_OUT_IDS) {
+        g.inp_out_ids = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_out);  // i32 [n_out]: tokens whose logits are kept
+        ggml_set_name(g.inp_out_ids, "inp_out_ids");
+        ggml_set_input(g.inp_out_ids);
+    }
     // [n_kv, n_tokens]: 0 or -inf; f16 for flash attention (half the bytes to fill and upload per step: a
     // 16k-token prompt uploads n_kv x 512 values per batch), f32 for the softmax path
     g.inp_kq_mask =
@@ -97,7 +86,7 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_past, bool all
                           hp.rope_freq_scale);  // [hd, n_head_kv, n_tokens]
         ggml_format_name(k, "Krope-%d", il);
 
-        llm_kv_store(ctx, gf, kv, il, ggml_reshape_2d(ctx, k, hd * n_head_kv, n_tokens), v, g.inp_pos);
+        llm_kv_store(ctx, gf, kv, il, ggml_reshape_2d(ctx, k, hd * n_head_kv, n_tokens), v, g.inp_cells);
 
         ggml_tensor * qp = ggml_permute(ctx, q, 0, 2, 1, 3);  // [hd, n_tokens, n_head]
         ggml_tensor * kc = llm_kv_view_k(ctx, kv, il, n_kv);  // [hd, n_kv, n_head_kv]
@@ -105,6 +94,7 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_past, bool all
         ggml_tensor * attn;
         if (lctx.params.flash_attn) {
             attn = ggml_flash_attn_ext(ctx, qp, kc, vc, g.inp_kq_mask, kq_scale, -1);  // [hd, n_head, n_tokens]
+            ggml_flash_attn_ext_set_seqs(attn, n_seq, kv.n_seq_max > 1);
             ggml_format_name(attn, "fattn-%d", il);
             attn = ggml_reshape_2d(ctx, attn, n_embd, n_tokens);
         } else {
@@ -118,10 +108,14 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_past, bool all
         }
         ggml_format_name(attn, "kqv_out-%d", il);
 
-        if (last && !all_logits && n_tokens > 1) {
+        if (last && out == LLM_OUT_LAST && n_tokens > 1) {
             // only the last token goes on: skip the FFN (and the output matmul) of the others
             attn = ggml_view_2d(ctx, attn, n_embd, 1, attn->nb[1], (n_tokens - 1) * attn->nb[1]);
             inp = ggml_view_2d(ctx, inp, n_embd, 1, inp->nb[1], (n_tokens - 1) * inp->nb[1]);
+        } else if (last && out == LLM_OUT_IDS) {
+            // only the tokens whose logits are wanted go on: [n_embd, n_out]
+            attn = ggml_get_rows(ctx, attn, g.inp_out_ids);
+            inp = ggml_get_rows(ctx, inp, g.inp_out_ids);
         }
         cur = ggml_mul_mat(ctx, L.wo, attn);  // [n_embd, n_out]
         ggml_format_name(cur, "attn_out-%d", il);

@@ -1,5 +1,6 @@
 // kv-cache.cpp - per-layer K/V tensors in the layer's backend buffer, store/view helpers for the graph
-// builder, and the context shift (remove a range, move later cells down, re-rotate their keys).
+// builder, and the context shift (re-rotate the keys of moved positions in place). The cells' bookkeeping
+// (placement, masks, sequence edits) is in kv-cells.cpp.
 #include "kv-cache.h"
 
 #include "llm-impl.h"
@@ -65,8 +66,8 @@ std::string llm_kv_types_check(const llm_model & model, ggml_type type_k, ggml_t
 }
 
 // Can backend run every op that touches a layer's cache of these types: the stores (SET_ROWS), attention
-// (FLASH_ATTN_EXT, or the two MUL_MATs on the views), and the context shift (GET_ROWS of K, CPY into K, DUP
-// of V)? Asked on one-cell probes with the layer's shapes (no memory).
+// (FLASH_ATTN_EXT, or the two MUL_MATs on the views), and the context shift (GET_ROWS of K, then SET_ROWS)?
+// Asked on one-cell probes with the layer's shapes (no memory).
 static bool kv_ops_supported(ggml_backend_t backend, const llm_hparams & hp, ggml_type tk, ggml_type tv,
                              bool v_trans) {
     const int64_t hd = hp.n_embd_head, nh = hp.n_head, nkv = hp.n_head_kv, n = 256;
@@ -83,8 +84,6 @@ static bool kv_ops_supported(ggml_backend_t backend, const llm_hparams & hp, ggm
         ggml_set_rows(c, kc, cur, cells),
         ggml_set_rows(c, v_trans ? ggml_transpose(c, vc) : vc, cur, cells),
         ggml_get_rows(c, kc, cells),
-        ggml_cpy(c, cur, ggml_view_2d(c, kc, hd * nkv, 1, kc->nb[1], 0)),
-        ggml_dup(c, ggml_view_2d(c, vc, vc->ne[0], 1, vc->nb[1], 0)),
     };
     if (v_trans) {
         ggml_tensor * v = ggml_view_3d(c, vc, n, hd, nkv, vc->nb[1], vc->nb[1] * hd, 0);  // [n_kv, hd, n_head_kv]
@@ -108,19 +107,23 @@ void llm_kv_cache_free(llm_kv_cache & kv) {
     kv.ctxs.clear();
     kv.k.clear();
     kv.v.clear();
-    kv.n_past = 0;
+    kv.cells.clear();
 }
 
-bool llm_kv_cache_init(llm_kv_cache & kv, const llm_model & model, int n_ctx, ggml_type type_k, ggml_type type_v,
-                       bool v_trans, ggml_backend_t dev, std::string * err) {
+bool llm_kv_cache_init(llm_kv_cache & kv, const llm_model & model, int n_ctx, int n_seq_max, ggml_type type_k,
+                       ggml_type type_v, bool v_trans, ggml_backend_t dev, std::string * err) {
     const std::string bad = llm_kv_types_check(model, type_k, type_v, !v_trans);
     if (!bad.empty()) {
         if (err) *err = bad;
         return false;
     }
+    if (n_seq_max < 1 || n_seq_max > 64) {
+        if (err) *err = "the KV cache holds 1 to 64 sequences, asked for " + std::to_string(n_seq_max);
+        return false;
+    }
     const llm_hparams & hp = model.hp;
     kv.n_ctx = n_ctx;
-    kv.n_past = 0;
+    kv.n_seq_max = n_seq_max;
     kv.type_k = type_k;
     kv.type_v = type_v;
     kv.v_trans = v_trans;
@@ -188,7 +191,11 @@ bool llm_kv_cache_init(llm_kv_cache & kv, const llm_model & model, int n_ctx, gg
 void llm_kv_cache_clear(llm_kv_cache & kv) {
     // zeros, not garbage: masked-out V cells are multiplied by 0 and a NaN there would poison the sum
     for (auto * b : kv.bufs) ggml_backend_buffer_clear(b, 0);
-    kv.n_past = 0;
+    kv.cells.assign(kv.n_ctx, llm_kv_cell());
+    kv.used = kv.used_end = 0;
+    kv.seq_pos_max.assign(kv.n_seq_max, -1);
+    kv.seq_next.assign(kv.n_seq_max, 0);
+    for (int s = 0; s < kv.n_seq_max; ++s) kv.seq_next[s] = (int) ((int64_t) kv.n_ctx * s / kv.n_seq_max);
 }
 
 void llm_kv_store(ggml_context * ctx, ggml_cgraph * gf, const llm_kv_cache & kv, int il, ggml_tensor * k_cur,
@@ -230,77 +237,72 @@ ggml_tensor * llm_kv_view_v(ggml_context * ctx, const llm_kv_cache & kv, int il,
     return t;
 }
 
-bool llm_kv_cache_remove(llm_kv_cache & kv, const llm_model & model, ggml_backend_sched_t sched, int p0, int p1,
-                         std::string * err) {
-    if (p0 < 0 || p1 < p0) {
-        if (err) *err = "llm_kv_remove: bad range [" + std::to_string(p0) + ", " + std::to_string(p1) + ")";
+bool llm_kv_seq_add(llm_kv_cache & kv, const llm_model & model, ggml_backend_sched_t sched, int seq, int p0, int p1,
+                    int delta, std::string * err) {
+    if (seq < 0 || seq >= kv.n_seq_max || p0 < 0 || (p1 >= 0 && p1 < p0)) {
+        if (err) {
+            *err = "llm_kv_seq_add: bad sequence " + std::to_string(seq) + " or range [" + std::to_string(p0) + ", " +
+                   std::to_string(p1) + ")";
+        }
         return false;
     }
-    if (p1 > kv.n_past) p1 = kv.n_past;
-    if (p0 >= p1) return true;
-    const int n_move = kv.n_past - p1;
-    const int delta = p1 - p0;
-    if (n_move == 0) {
-        kv.n_past = p0;
-        return true;
+    if (p1 < 0) p1 = INT32_MAX;
+    std::vector<int32_t> rows;  // the cells that move
+    for (int j = 0; j < kv.used_end; ++j) {
+        const llm_kv_cell & c = kv.cells[j];
+        if ((c.seq >> seq & 1) && c.pos >= p0 && c.pos < p1) rows.push_back(j);
     }
+    if (rows.empty() || delta == 0) return true;
+    for (int32_t j : rows) {
+        if (kv.cells[j].pos + delta < 0) {
+            if (err) *err = "llm_kv_seq_add: position " + std::to_string(kv.cells[j].pos) + " + " +
+                            std::to_string(delta) + " is negative";
+            return false;
+        }
+    }
+    const int n_move = (int) rows.size();
 
     const llm_hparams & hp = model.hp;
     const int64_t n_embd_kv = hp.n_embd_k_gqa();
-    const size_t graph_size = 16 + 12 * (size_t) hp.n_layer;
+    const size_t graph_size = 16 + 8 * (size_t) hp.n_layer;
     std::vector<uint8_t> mem(graph_size * ggml_tensor_overhead() + ggml_graph_overhead_custom(graph_size));
     ggml_context * ctx = ggml_init({mem.size(), mem.data(), true});
     ggml_cgraph * gf = ggml_new_graph_custom(ctx, graph_size);
 
-    // temporaries are graph nodes (get_rows, dup), so the allocator reuses their memory layer by layer
-    ggml_tensor * pos = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_move);  // i32 [n_move], all -delta
+    ggml_tensor * pos = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_move);  // i32 [n_move], all delta
     ggml_set_name(pos, "shift_pos");
     ggml_set_input(pos);
-    ggml_tensor * rows = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_move);  // i32 [n_move]: p1 .. n_past-1
-    ggml_set_name(rows, "shift_rows");
-    ggml_set_input(rows);
+    ggml_tensor * idx = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_move);  // i32 [n_move]: the cells
+    ggml_set_name(idx, "shift_rows");
+    ggml_set_input(idx);
     for (int il = 0; il < hp.n_layer; ++il) {
-        // keys: cells p1.. -> f32 [head_dim, n_head_kv, n_move] -> rope by -delta -> cells p0..
+        // keys of the cells -> f32 [head_dim, n_head_kv, n_move] -> rope by delta -> back into the same cells
         ggml_tensor * k = kv.k[il];
-        ggml_tensor * kr = ggml_get_rows(ctx, k, rows);  // f32 [n_embd_k_gqa, n_move]
+        ggml_tensor * kr = ggml_get_rows(ctx, k, idx);  // f32 [n_embd_k_gqa, n_move]
         kr = ggml_reshape_3d(ctx, kr, hp.n_embd_head, hp.n_head_kv, n_move);
         kr = ggml_rope_ext(ctx, kr, pos, model.layers[il].rope_freqs, hp.n_rot, GGML_ROPE_TYPE_NORMAL,
                            hp.rope_freq_base, hp.rope_freq_scale);
         ggml_format_name(kr, "shift_k_rope-%d", il);
-        ggml_tensor * k_dst = ggml_view_2d(ctx, k, n_embd_kv, n_move, k->nb[1], (size_t) p0 * k->nb[1]);
-        ggml_build_forward_expand(gf, ggml_cpy(ctx, ggml_reshape_2d(ctx, kr, n_embd_kv, n_move), k_dst));
-
-        // values: plain move through a contiguous copy (source and destination may overlap)
-        ggml_tensor * v = kv.v[il];
-        ggml_tensor * v_src, * v_dst;
-        if (kv.v_trans) {
-            const size_t es = ggml_type_size(v->type);
-            v_src = ggml_view_2d(ctx, v, n_move, n_embd_kv, v->nb[1], (size_t) p1 * es);
-            v_dst = ggml_view_2d(ctx, v, n_move, n_embd_kv, v->nb[1], (size_t) p0 * es);
-        } else {
-            v_src = ggml_view_2d(ctx, v, n_embd_kv, n_move, v->nb[1], (size_t) p1 * v->nb[1]);
-            v_dst = ggml_view_2d(ctx, v, n_embd_kv, n_move, v->nb[1], (size_t) p0 * v->nb[1]);
-        }
-        ggml_tensor * v_tmp = ggml_dup(ctx, v_src);
-        ggml_format_name(v_tmp, "shift_v_tmp-%d", il);
-        ggml_build_forward_expand(gf, ggml_cpy(ctx, v_tmp, v_dst));
+        ggml_tensor * w = ggml_set_rows(ctx, k, ggml_reshape_2d(ctx, kr, n_embd_kv, n_move), idx);
+        ggml_format_name(w, "shift_k_store-%d", il);
+        ggml_build_forward_expand(gf, w);
     }
 
     ggml_backend_sched_reset(sched);
     bool ok = ggml_backend_sched_alloc_graph(sched, gf);
     if (ok) {
-        std::vector<int32_t> d(n_move, -delta), r(n_move);
-        for (int i = 0; i < n_move; ++i) r[i] = p1 + i;
+        std::vector<int32_t> d(n_move, delta);
         ggml_backend_tensor_set(pos, d.data(), 0, d.size() * sizeof(int32_t));
-        ggml_backend_tensor_set(rows, r.data(), 0, r.size() * sizeof(int32_t));
+        ggml_backend_tensor_set(idx, rows.data(), 0, rows.size() * sizeof(int32_t));
         ok = ggml_backend_sched_graph_compute(sched, gf) == GGML_STATUS_SUCCESS;
     }
     ggml_backend_sched_reset(sched);
     ggml_free(ctx);
     if (!ok) {
-        if (err) *err = "llm_kv_remove: the shift graph failed to allocate or compute";
+        if (err) *err = "llm_kv_seq_add: the shift graph failed to allocate or compute";
         return false;
     }
-    kv.n_past -= delta;
+    for (int32_t j : rows) kv.cells[j].pos += delta;
+    llm_kv_recount(kv);
     return true;
 }

@@ -59,18 +59,25 @@ struct llm_model {
     double t_load_ms = 0;
 };
 
+// Which tokens of a step get logits: all, the last one, or those listed in inp_out_ids.
+enum llm_graph_out { LLM_OUT_ALL, LLM_OUT_LAST, LLM_OUT_IDS };
+
 // One step's graph. ctx owns the tensor headers (memory of llm_context::graph_mem).
 struct llm_graph {
     ggml_context * ctx = nullptr;
     ggml_cgraph *  gf = nullptr;
     ggml_tensor *  inp_tokens = nullptr;  // i32 [n_tokens]
-    ggml_tensor *  inp_pos = nullptr;     // i32 [n_tokens]: positions = the KV cells written
-    ggml_tensor *  inp_kq_mask = nullptr; // f32 [n_kv, n_tokens]: 0 where key j is visible to token i, else -inf
+    ggml_tensor *  inp_pos = nullptr;     // i32 [n_tokens]: positions (RoPE)
+    ggml_tensor *  inp_cells = nullptr;   // i32 [n_tokens]: the KV cells the tokens are written to
+    ggml_tensor *  inp_out_ids = nullptr; // i32 [n_out]: tokens whose logits are kept (LLM_OUT_IDS)
+    ggml_tensor *  inp_kq_mask = nullptr; // f32/f16 [n_kv, n_tokens]: 0 where cell j is visible to token i, else -inf
     ggml_tensor *  logits = nullptr;      // f32 [n_vocab, n_out]
     ggml_tensor *  argmax = nullptr;      // i32 [1], argmax of the last logits row
     int n_tokens = 0;
-    int n_kv = 0;  // KV cells attention reads (llm_graph_n_kv)
+    int n_kv = 0;  // KV cells attention reads (llm_kv_n_kv)
     int n_out = 0;
+    llm_graph_out out = LLM_OUT_LAST;
+    int n_seq = 1;  // sequences among the tokens (a hint for the attention kernels)
 };
 
 struct llm_context {
@@ -97,18 +104,21 @@ struct llm_context {
 
     std::vector<float> logits;  // [n_vocab, n_logits_rows]
     int     n_logits_rows = 0;
+    std::vector<int32_t> out_row;  // [batch size]: logits row of each token of the last batch, -1: none
+    // scratch of a decode (kept to avoid allocations per token)
+    llm_batch single;                      // llm_decode's tokens as a batch of sequence 0
+    std::vector<uint8_t> batch_out;        // [batch size] which tokens get logits
+    std::vector<int32_t> ubatch_cells;     // [n_batch] cells of the current graph's tokens
+    std::vector<int32_t> ubatch_out_ids;   // [n_batch] its tokens that get logits
     int32_t argmax = -1;        // argmax of the last row, computed in the graph
     llm_perf perf;
 };
 
 
-// Attention reads n_past + n_tokens cells rounded up to LLM_KV_PAD (at most n_ctx), so decode graphs keep
-// their shapes for LLM_KV_PAD steps; the padding cells are masked out.
+// Attention reads the used cells rounded up to LLM_KV_PAD (at most n_ctx), so decode graphs keep their shapes
+// for LLM_KV_PAD steps; the padding cells are masked out.
 constexpr int LLM_KV_PAD = 256;
-int  llm_graph_n_kv(int n_past, int n_tokens, int n_ctx);
-// mask [n_tokens][n_kv]: 0 where j <= n_past + i (causal), else -inf
-void llm_graph_fill_mask(void * mask, ggml_type type, int n_kv, int n_tokens, int n_past);
 
-// graph.cpp: build the graph for n_tokens tokens at positions n_past.. (all_logits: one logits row per
-// token, else only the last). Free with ggml_free(g.ctx).
-llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_past, bool all_logits);
+// graph.cpp: build the graph for n_tokens tokens of n_seq sequences attending to the first n_kv cells, with
+// logits of n_out tokens chosen by out. Free with ggml_free(g.ctx).
+llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_kv, int n_out, llm_graph_out out, int n_seq = 1);

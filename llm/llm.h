@@ -46,6 +46,11 @@ struct llm_model_params {
     bool use_mmap = true;
     bool verbose = false;
     std::function<bool(float)> progress;  // 0..1 while weights upload; return false to cancel
+    // The context the caller will make (0: unknown): the KV cache of its n_ctx cells on the offloaded layers is
+    // counted with the weights in the free-device-memory check, so a -c too large for the GPU fails before any
+    // weight is uploaded (llm_context_new checks again when it allocates).
+    int       n_ctx_hint = 0;
+    ggml_type type_k_hint = GGML_TYPE_F16, type_v_hint = GGML_TYPE_F16;
 };
 
 struct llm_model;
@@ -64,6 +69,11 @@ std::string         llm_model_meta(const llm_model * model, const char * key);
 // KV cache type by name: f32, f16, q8_0, q4_0 (any case). Returns false for any other name.
 bool         llm_kv_type_from_name(const std::string & name, ggml_type * type);
 const char * llm_kv_type_names();  // "f32, f16, q8_0, q4_0", for messages
+// Can flash attention (llm_context_params::flash_attn) run with these cache types where the model's layers are?
+// (main's -fa auto.) On the CPU always (every head size and cache type); with layers on CUDA, when the CUDA
+// backend takes a FLASH_ATTN_EXT of the model's head size and cache types. A quantized V says true: it needs flash
+// attention, and a device without the kernel leaves that cache and its attention on the CPU.
+bool         llm_flash_attn_supported(const llm_model * model, ggml_type type_k, ggml_type type_v);
 
 struct llm_context_params {
     int  n_ctx = 0;             // 0: the model's training context
@@ -75,6 +85,7 @@ struct llm_context_params {
     ggml_type type_v = GGML_TYPE_F16;
     bool flash_attn = false;    // fused attention op instead of mul_mat/soft_max/mul_mat
     bool all_logits = false;    // keep logits for every token of a batch (perplexity)
+    int  n_seq_max = 1;         // sequences the cache holds at once (1..64; the server's -np slots)
 };
 
 struct llm_context;
@@ -88,10 +99,53 @@ const float * llm_get_logits(llm_context * ctx);            // [n_vocab], last t
 const float * llm_get_logits_ith(llm_context * ctx, int i); // all_logits: token i of the last decode
 int32_t       llm_argmax_last(llm_context * ctx);            // greedy pick (on the device if possible)
 int           llm_n_ctx(const llm_context * ctx);
-int           llm_n_past(const llm_context * ctx);           // tokens in the KV cache
-// KV cache edits: drop positions [p0, p1); shift positions >= p1 down by (p1 - p0) (context shift).
+int           llm_n_past(const llm_context * ctx);           // sequence 0's next position (tokens cached)
+// KV cache edits of sequence 0: drop positions [p0, p1); shift positions >= p1 down by (p1 - p0) (context shift).
 void          llm_kv_remove(llm_context * ctx, int p0, int p1);
-void          llm_kv_clear(llm_context * ctx);
+void          llm_kv_clear(llm_context * ctx);               // every sequence
+
+// ---- many sequences in one context -------------------------------------------------------------------
+// The KV cache is one pool of n_ctx cells; each cell holds one position and the set of sequences (ids
+// 0 .. n_seq_max-1) that see it, so a prefix shared by several sequences (llm_kv_seq_cp) is stored once.
+// A batch carries tokens of any sequences; the step's mat-muls run over all its tokens at once, and each
+// token attends to the cells of its own sequence at positions <= its own.
+//
+//   llm_batch b;
+//   b.add(tok_a, pos_a, /*seq=*/0, /*logits=*/true);
+//   b.add(tok_b, pos_b, /*seq=*/1, true);
+//   if (!llm_decode_batch(ctx, b, &err)) ...
+//   const float * la = llm_get_logits_batch(ctx, 0), * lb = llm_get_logits_batch(ctx, 1);
+//
+// The single-sequence calls above (llm_decode, llm_n_past, llm_kv_remove) work on sequence 0.
+struct llm_batch {
+    std::vector<int32_t> token;   // token ids
+    std::vector<int32_t> pos;     // position of each token in its sequence
+    std::vector<int32_t> seq_id;  // its sequence
+    std::vector<uint8_t> logits;  // 1: keep this token's logits
+    void add(int32_t tok, int32_t p, int32_t seq, bool want_logits) {
+        token.push_back(tok);
+        pos.push_back(p);
+        seq_id.push_back(seq);
+        logits.push_back(want_logits ? 1 : 0);
+    }
+    void clear() { token.clear(); pos.clear(); seq_id.clear(); logits.clear(); }
+    int  size() const { return (int) token.size(); }
+};
+
+// Evaluate a batch (split into n_batch-sized graphs), writing its tokens into free cells. Tokens of one
+// sequence come in increasing positions. Fails (false, err) on a bad token/position/sequence or when the
+// cache has fewer free cells than the batch has tokens (nothing is written then).
+bool          llm_decode_batch(llm_context * ctx, const llm_batch & batch, std::string * err);
+const float * llm_get_logits_batch(llm_context * ctx, int i);  // [n_vocab] of batch token i (its logits flag set)
+int           llm_n_seq_max(const llm_context * ctx);
+int           llm_kv_cells_used(const llm_context * ctx);
+int           llm_kv_seq_pos_max(const llm_context * ctx, int seq);  // highest position of seq, -1 if empty
+// Cache edits per sequence; p1 < 0 means "to the end". seq < 0 in rm: every sequence.
+void          llm_kv_seq_rm(llm_context * ctx, int seq, int p0, int p1);    // forget positions [p0, p1)
+void          llm_kv_seq_cp(llm_context * ctx, int src, int dst, int p0, int p1);  // dst also sees src's cells
+void          llm_kv_seq_keep(llm_context * ctx, int seq);                   // forget every other sequence
+// Move positions [p0, p1) of seq by delta (context shift): the keys are re-rotated with RoPE in place.
+bool          llm_kv_seq_add(llm_context * ctx, int seq, int p0, int p1, int delta, std::string * err);
 
 struct llm_perf {
     double  t_load_ms = 0;
@@ -107,3 +161,8 @@ void          llm_reset_perf(llm_context * ctx);
 // Graph of one step for inspection (graph-dump, --dump-graph): builds the graph for n_tokens
 // at the current n_past, allocates it through the scheduler and writes PREFIX.dot/.json.
 bool          llm_dump_graph(llm_context * ctx, int n_tokens, const char * prefix, std::string * err);
+// The context's scheduler (ggml_backend_sched_set_profile: per-node times of the next decodes), and the graph the
+// last decode computed, still allocated by it (nullptr after anything else used the scheduler): what a dump of
+// that step's profile shows (graph-dump --profile).
+ggml_backend_sched_t llm_get_sched(llm_context * ctx);
+ggml_cgraph *        llm_last_graph(llm_context * ctx);

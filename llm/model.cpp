@@ -336,9 +336,23 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
 #ifdef GGML_USE_CUDA
         size_t free_mem = 0, total_mem = 0;
         ggml_backend_cuda_get_device_memory(params.main_gpu, &free_mem, &total_mem);
-        if (dev_bytes > free_mem) {
-            return tl.fail(strfmt("out of device memory: %d layers need %.1f MiB of weights, CUDA%d has %.1f MiB free",
-                                  n_gpu, mib(dev_bytes), params.main_gpu, mib(free_mem)));
+        // the KV cache of the context to come, on the offloaded layers
+        const int64_t n_embd_kv = hp.n_embd_k_gqa();
+        const size_t kv_bytes = params.n_ctx_hint <= 0 ? 0
+                                : (size_t) n_gpu * params.n_ctx_hint *
+                                      (ggml_row_size(params.type_k_hint, n_embd_kv) +
+                                       ggml_row_size(params.type_v_hint, n_embd_kv));
+        if (dev_bytes + kv_bytes > free_mem) {
+            if (kv_bytes == 0) {
+                return tl.fail(strfmt("out of device memory: %d layers need %.1f MiB of weights, CUDA%d has %.1f MiB "
+                                      "free", n_gpu, mib(dev_bytes), params.main_gpu, mib(free_mem)));
+            }
+            return tl.fail(strfmt("out of device memory: n_ctx %d needs %.1f MiB of KV cache (%s K, %s V) + %.1f MiB of "
+                                  "weights on %d layers, CUDA%d has %.1f MiB free; use a smaller -c, a quantized cache "
+                                  "(-ctk/-ctv q8_0) or fewer -ngl",
+                                  params.n_ctx_hint, mib(kv_bytes), ggml_type_name(params.type_k_hint),
+                                  ggml_type_name(params.type_v_hint), mib(dev_bytes), n_gpu, params.main_gpu,
+                                  mib(free_mem)));
         }
 #endif
         m.buf_dev = ggml_backend_alloc_ctx_tensors_from_buft(m.ctx_dev, buft_gpu);

@@ -2,9 +2,11 @@
 #include "sampling.h"
 
 #include "ggml.h"
+#include "grammar.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <unordered_map>
 
 int32_t llm_argmax(const float * logits, int32_t n) {
@@ -20,12 +22,67 @@ llm_sampler::llm_sampler(const llm_sampler_params & params) : params_(params) {
     rng_.seed(seed_);
 }
 
+llm_sampler::~llm_sampler()                                  = default;
+llm_sampler::llm_sampler(llm_sampler &&) noexcept            = default;
+llm_sampler & llm_sampler::operator=(llm_sampler &&) noexcept = default;
+
 void llm_sampler::reset() {
     last_.clear();
     rng_.seed(seed_);
+    if (grammar_) grammar_->reset();
+    last_error_.clear();
 }
 
-void llm_sampler::accept(int32_t id) {
+bool llm_sampler::set_grammar(const std::string & gbnf, const llm_vocab & vocab, std::string * err) {
+    std::shared_ptr<const llm_grammar> g = llm_grammar_parse(gbnf, err);
+    if (!g) return false;
+    grammar_tokens_ = llm_grammar_tokens_get(vocab);
+    grammar_        = std::make_unique<llm_grammar_matcher>(std::move(g));
+    last_error_.clear();
+    return true;
+}
+
+bool llm_sampler::set_json_schema(const std::string & schema, const llm_vocab & vocab, std::string * err) {
+    std::string gbnf;
+    if (!llm_json_schema_to_gbnf(schema, gbnf, err)) return false;
+    return set_grammar(gbnf, vocab, err);
+}
+
+void llm_sampler::clear_grammar() {
+    grammar_.reset();
+    grammar_tokens_.reset();
+    last_error_.clear();
+}
+
+// printable rendering of the end of the text, for messages
+static std::string quote_tail(const std::string & t) {
+    std::string out;
+    char        buf[8];
+    size_t      i = 0;
+    while (i < t.size() && ((unsigned char) t[i] & 0xC0) == 0x80) ++i;  // begin on a character
+    for (unsigned char c : t.substr(i)) {
+        if (c == '"' || c == '\\') {
+            out += '\\';
+            out += (char) c;
+        } else if (c == '\n') {
+            out += "\\n";
+        } else if (c == '\t') {
+            out += "\\t";
+        } else if (c < 0x20 || c == 0x7F) {
+            snprintf(buf, sizeof(buf), "\\x%02X", c);
+            out += buf;
+        } else {
+            out += (char) c;  // UTF-8 passes through
+        }
+    }
+    return out;
+}
+
+void llm_sampler::accept(int32_t id, bool advance_grammar) {
+    if (grammar_ && advance_grammar && !grammar_->accept_token(*grammar_tokens_, id)) {
+        last_error_ = "grammar: token " + std::to_string(id) + " does not continue the parse at byte " +
+                      std::to_string(grammar_->n_bytes()) + " (\"" + quote_tail(grammar_->tail()) + "\")";
+    }
     if (params_.repeat_last_n == 0) return;
     last_.push_back(id);
     if (params_.repeat_last_n > 0) {
@@ -99,15 +156,42 @@ void llm_sampler::apply_temp(std::vector<llm_token_prob> & cand, float temp) {
     for (auto & c : cand) c.logit /= temp;
 }
 
+void llm_sampler::fill(const float * logits, const int32_t * ids, int32_t n) {
+    cand_.resize(n);
+    if (ids) {
+        for (int32_t i = 0; i < n; ++i) cand_[i] = {ids[i], logits[ids[i]], 0.0f};
+    } else {
+        for (int32_t i = 0; i < n; ++i) cand_[i] = {i, logits[i], 0.0f};
+    }
+    apply_repeat_penalty(cand_, last_, params_.repeat_penalty);
+}
+
 int32_t llm_sampler::sample(const float * logits, int32_t n_vocab) {
     GGML_ASSERT(n_vocab > 0 && "llm_sampler::sample: empty vocabulary");
-    cand_.resize(n_vocab);
-    for (int32_t i = 0; i < n_vocab; ++i) cand_[i] = {i, logits[i], 0.0f};
-    apply_repeat_penalty(cand_, last_, params_.repeat_penalty);
+    fill(logits, nullptr, n_vocab);
+    const int32_t id = pick();
+    if (!grammar_) return id;
+    GGML_ASSERT(n_vocab <= grammar_tokens_->n_vocab && "llm_sampler::sample: logits wider than the grammar's vocab");
+    if (grammar_->token_valid(*grammar_tokens_, id)) return id;
+    // the pick breaks the grammar: keep only the candidates that continue the parse and pick again
+    grammar_->valid_tokens(*grammar_tokens_, valid_);
+    valid_.erase(std::remove_if(valid_.begin(), valid_.end(), [&](int32_t v) { return v >= n_vocab; }), valid_.end());
+    if (valid_.empty()) {
+        last_error_ = "grammar: no token can continue the parse at byte " + std::to_string(grammar_->n_bytes()) +
+                      " (\"" + quote_tail(grammar_->tail()) + "\")";
+        return -1;
+    }
+    fill(logits, valid_.data(), (int32_t) valid_.size());
+    return pick();
+}
+
+int32_t llm_sampler::pick() {
     if (params_.temp <= 0.0f) {
-        int32_t best = 0;
-        for (int32_t i = 1; i < n_vocab; ++i) {
-            if (cand_[i].logit > cand_[best].logit) best = i;
+        size_t best = 0;  // the first maximum: the smallest id among equal logits
+        for (size_t i = 1; i < cand_.size(); ++i) {
+            if (cand_[i].logit > cand_[best].logit || (cand_[i].logit == cand_[best].logit && cand_[i].id < cand_[best].id)) {
+                best = i;
+            }
         }
         return cand_[best].id;
     }

@@ -208,7 +208,7 @@ case_ "unknown flag" fail "$bin/main" --frobnicate
 case_ "newline in flag" fail "$bin/main" $'--x\ny'
 case_ "unknown chat template" fail "$bin/main" -m "$story" --chat-template chatml
 case_want "(f32, f16, q8_0, q4_0)" "unknown KV cache type" "$bin/main" -m "$story" -ctk q5_1
-case_want "needs flash attention" "quantized V cache without -fa" "$bin/main" -m "$story" -ctv q8_0
+case_want "needs flash attention" "quantized V cache with -fa off" "$bin/main" -m "$story" -fa off -ctv q8_0
 case_want "multiple of 32" "q8_0 KV cache, head size 8" "$bin/main" -m "$story" -fa -ctk q8_0 -ctv q8_0 -p hi -n 4
 case_want "needs flash attention" "perplexity: quantized V cache without -fa" "$bin/perplexity" -m "$story" -f "$W/short.txt" -ctv q4_0
 case_want "(f32, f16, q8_0, q4_0)" "bench: unknown KV cache type" "$bin/bench" -m "$story" -ctk q8

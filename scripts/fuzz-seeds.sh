@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$1
 LLM_SHARED=${LLM_SHARED:-$(cd .. && pwd)/shared}
-mkdir -p "$out"/{fuzz_gguf,fuzz_model_load,fuzz_tokenize,fuzz_chat,fuzz_args}
+mkdir -p "$out"/{fuzz_gguf,fuzz_model_load,fuzz_tokenize,fuzz_chat,fuzz_args,fuzz_jinja}
 py=/usr/bin/python3
 # tiny valid models (gguf-py/scripts/gen_random_llama.py): synthetic SPM byte vocab of 64 tokens,
 # f32/f16/q8_0, tied and untied, with and without rope_freqs; all well under fuzz.sh's -max_len (64 KiB)
@@ -60,3 +60,6 @@ printf '\x00Be brief.\x00\x01Hello\x00\x02Hi there\x00\x01How are you?' > "$out/
 printf '\x01<|eot_id|>[INST]' > "$out/fuzz_chat/seed2"
 printf -- '-m\x00x.gguf\x00-p\x00hello\x00-n\x0016\x00--temp\x000.7' > "$out/fuzz_args/seed1"
 printf -- '-cnv\x00-sys\x00be nice\x00--top-p\x000.9\x00-c\x00512\x00-s\x00-1' > "$out/fuzz_args/seed2"
+# Jinja chat templates (the first byte selects the render context)
+printf '\x00{%% for m in messages %%}{{ m.role }}: {{ m.content|trim }}{%% endfor %%}' > "$out/fuzz_jinja/seed1"
+printf '\x01{%%- set ns = namespace(x=0) -%%}{%% for m in messages if m.role != "system" %%}{{ loop.index ~ m.content|tojson }}{%% set ns.x = ns.x + 1 %%}{%% endfor %%}{{ ns.x }}' > "$out/fuzz_jinja/seed2"

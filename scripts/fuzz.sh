@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the libFuzzer targets (clang, ASan+UBSan) and run each for SECONDS (default 60), one after another.
 #   bash scripts/fuzz.sh [SECONDS] [target ...]        # targets: fuzz_gguf fuzz_model_load fuzz_tokenize
-#                                                      #          fuzz_chat fuzz_args (default: all)
+#                                                      #          fuzz_chat fuzz_args fuzz_jinja (default: all)
 # Corpora live in build-fuzz/corpus/<target> (seeded by scripts/fuzz-seeds.sh from the project's own
 # writers and test vectors, then grown by each run); crashes/leaks/timeouts are written to
 # build-fuzz/crashes/<target>-*. A summary line per target (execs, exec/s, corpus size, result) is
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(fuzz_gguf fuzz_model_load fuzz_tokenize fuzz_chat fuzz_args)
+[ ${#targets[@]} -eq 0 ] && targets=(fuzz_gguf fuzz_model_load fuzz_tokenize fuzz_chat fuzz_args fuzz_jinja)
 export LLM_SHARED=${LLM_SHARED:-$(cd .. && pwd)/shared}
 bash scripts/setup-deps.sh clang libclang-rt-14-dev
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGGML_FUZZ=ON -DGGML_CUDA=OFF \

@@ -7,6 +7,12 @@
 #     files are made from the f16 one by our quantize tool, all of a run's in parallel); BENCH_ARGS="-fa 1"
 #   MMVQ_VARIANTS="5 2 4 8" ...                 # + bench-mmvq once per GGML_CUDA_MMVQ value
 #   VARIANTS="GGML_CUDA_QT_RPW=2 GGML_CUDA_TWICE=norm" ...   # + tg of each model under each env setting
+#   PROFILE=1 bash scripts/gpu-check.sh       # per-node profile against the roofline (docs/profile.md): l2-q8_0's
+#     decode step (graph-dump --profile, -d PROFILE_DEPTH=512; $OUT/profile-decode.{dot,json,txt}), bench --profile
+#     (pp512 / tg128 tables), and tg128 without --profile run alternately with it (the profiling-off A/B)
+#   STAGE=bench KV_TYPES="f16 q8_0 q4_0" bash scripts/gpu-check.sh   # quantized KV cache at depth: for each model of
+#     KV_MODELS (default l3-q8_0) and type T: bench -p KV_PP -n KV_TG -d KV_DEPTH -fa 1 -ctk T -ctv T (512, 64, 16384;
+#     -r KV_REPS, 2); with KV_TYPES set, MODELS defaults to none (only the KV runs; set it for the usual table too)
 # Header-only build deps (doctest, nlohmann-json) come from build-deps/*.deb when not installed
 # (made here by scripts/gpu-prepare.sh; pass carry: ["build-deps"] to the device call);
 # the vocab files for the generator from build-deps/models (or $LLM_SHARED/models).
@@ -15,6 +21,8 @@ cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 OUT=${OUT:-/tmp/gpu-check-out}
 mkdir -p "$OUT"
+PROFILE=${PROFILE:-0}
+if [ "$PROFILE" = 1 ]; then STAGE=${STAGE:-bench}; MODELS=${MODELS:-l2-q8_0}; fi
 STAGE=${STAGE:-test}
 BUILD=${BUILD:-build-gpu}
 log() { echo "[gpu-check] $*"; }
@@ -33,7 +41,8 @@ cmake -S . -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release 
   > "$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; exit 1; }
 targets=(test_backend_cuda test_llm_gpu bench-bw quantize ${EXTRA_TARGETS:-})  # test_llm_gpu runs quantize
 [ -n "${MMVQ_VARIANTS:-}" ] && targets+=(bench-mmvq)
-[ "$STAGE" = bench ] && targets+=(bench)
+[ "$STAGE" = bench ] && targets+=(bench batched-bench)
+[ "$PROFILE" = 1 ] && targets+=(graph-dump)
 cmake --build "$BUILD" -j16 --target "${targets[@]}" > "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -30; tail -20 "$OUT/build.log"; exit 1; }
 log "build: $(( $(date +%s) - t0 )) s"
 
@@ -58,6 +67,11 @@ for v in ${MMVQ_VARIANTS:-}; do
   GGML_CUDA_MMVQ=$v "$BUILD/bin/bench-mmvq" ${MMVQ_REPS:-30} | tee -a "$OUT/mmvq.md" | grep -v "^| variant\|^| ---"
 done
 
+# the models of the usual bench table, and those the KV-type runs need (generated once for both)
+if [ -n "${KV_TYPES:-}" ]; then BENCH_MODELS=${MODELS-}; KV_MODELS=${KV_MODELS:-l3-q8_0}; else
+  BENCH_MODELS=${MODELS:-l2-q8_0 l2-f16}; KV_MODELS=""; fi
+ALL_MODELS=$(echo $BENCH_MODELS $KV_MODELS | tr ' ' '\n' | awk 'NF && !seen[$0]++' | xargs)
+
 if [ "$STAGE" = bench ]; then
   gen=gguf-py/scripts/gen_random_llama.py
   PY=${PY:-python3}
@@ -81,7 +95,7 @@ if [ "$STAGE" = bench ]; then
   }
   # the f16 files first, then every quantization at once (threads split between them)
   nq=0
-  for m in ${MODELS:-l2-q8_0 l2-f16}; do
+  for m in $ALL_MODELS; do
     case $m in
       l2-*) gen_f16 llama2-7b /tmp/llama2-7b-f16.gguf ;;
       l3-*) gen_f16 llama3-8b /tmp/llama3-8b-f16.gguf ;;
@@ -89,7 +103,7 @@ if [ "$STAGE" = bench ]; then
     [[ $m == *-f16 ]] || nq=$((nq + 1))
   done
   QT=$(( $(nproc) / (nq > 0 ? nq : 1) )); [ "$QT" -lt 1 ] && QT=1
-  for m in ${MODELS:-l2-q8_0 l2-f16}; do
+  for m in $ALL_MODELS; do
     case $m in
       l2-f16)  f=/tmp/llama2-7b-f16.gguf ;;
       l2-q8_0) f=/tmp/llama2-7b-q8_0.gguf;   gen_quant llama2-7b /tmp/llama2-7b-f16.gguf $f q8_0 & ;;
@@ -103,6 +117,23 @@ if [ "$STAGE" = bench ]; then
   done
   wait
   log "models ready: $(( $(date +%s) - t0 )) s"
+  if [ "$PROFILE" = 1 ]; then  # docs/profile.md: the decode step's nodes, bench's pp/tg steps, the off/on A/B
+    pf=${files[l2-q8_0]:-/tmp/llama2-7b-q8_0.gguf}
+    log "profile of $pf"
+    "$BUILD/bin/graph-dump" -m "$pf" -n 1 -d ${PROFILE_DEPTH:-512} -c 2048 -ngl 99 -r 5 --top 30 --profile \
+      -o "$OUT/profile-decode" > "$OUT/profile-decode.txt" 2> "$OUT/profile-decode.err"
+    echo "graph-dump --profile rc=$?"; cat "$OUT/profile-decode.txt"; tail -3 "$OUT/profile-decode.err"
+    "$BUILD/bin/bench" -m "$pf" -p ${PP:-512} -n ${TG:-128} -ngl 99 -r 3 --profile ${BENCH_ARGS:-} \
+      > "$OUT/profile-bench.md" 2> "$OUT/profile-bench.err"
+    echo "bench --profile rc=$?"; cat "$OUT/profile-bench.md"
+    for i in 1 2 3; do  # same binary, same machine: tg without --profile, then with (its table row only)
+      for a in "" --profile; do
+        r=$("$BUILD/bin/bench" -m "$pf" -p 0 -n ${TG:-128} -ngl 99 -r 3 $a ${BENCH_ARGS:-} 2>/dev/null |
+            grep -E "\| *tg[0-9]+" | awk -F'|' '{print $10}' | xargs)
+        echo "profiling-off A/B: run $i bench ${a:-(no --profile)}: tg t/s $r"
+      done
+    done | tee "$OUT/profile-ab.txt"
+  fi
   echo "| model | size GB | test | t/s | roofline t/s (bench: size / copy bw) | % of roofline |" > "$OUT/bench.md"
   echo "| --- | --- | --- | --- | --- | --- |" >> "$OUT/bench.md"
   for pm in ${PROFILE_MODEL:-}; do  # per-op GPU times (eager, one sync per graph); a list of models
@@ -110,7 +141,7 @@ if [ "$STAGE" = bench ]; then
       -o md ${BENCH_ARGS:-} > "$OUT/profile-$pm.md" 2> "$OUT/profile-$pm.err"
     echo "profile $pm:"; grep -E "profile|ms/graph" "$OUT/profile-$pm.err" | head -${PROFILE_LINES:-40}
   done
-  for m in ${MODELS:-l2-q8_0 l2-f16}; do
+  for m in $BENCH_MODELS; do
     f=${files[$m]}
     "$BUILD/bin/bench" -m "$f" -p ${PP:-512} -n ${TG:-128} -ngl 99 -r ${REPS:-3} -o md ${BENCH_ARGS:-} > "$OUT/bench-$m.md" 2> "$OUT/bench-$m.err"
     cat "$OUT/bench-$m.md"
@@ -134,8 +165,28 @@ if [ "$STAGE" = bench ]; then
       echo "| $m | $v | $r |" >> "$OUT/variants.md"
     done
   done
+  # KV_TYPES="f16 q8_0 q4_0": K and V cache of each type at depth (decode reads the whole cache every token)
+  for m in $KV_MODELS; do
+    for kt in $KV_TYPES; do
+      "$BUILD/bin/bench" -m "${files[$m]}" -p ${KV_PP:-512} -n ${KV_TG:-64} -d ${KV_DEPTH:-16384} -ngl 99 -fa 1 \
+        -ctk $kt -ctv $kt -r ${KV_REPS:-2} -o md ${BENCH_ARGS:-} > "$OUT/kv-$m-$kt.md" 2> "$OUT/kv-$m-$kt.err"
+      rc=$?
+      [ $rc = 0 ] || { log "bench $m -ctk/-ctv $kt FAILED rc=$rc"; tail -5 "$OUT/kv-$m-$kt.err"; }
+      grep -iE "kv|cache|host memory" "$OUT/kv-$m-$kt.err" | head -3
+      grep -E "\| *(pp|tg)[0-9]+" "$OUT/kv-$m-$kt.md" | while IFS='|' read -r _ c1 c2 c3 c4 c5 c6 c7 c8 c9 _; do
+        echo "| $m | $kt | $(echo "$c8" | xargs) | $(echo "$c9" | xargs) |" >> "$OUT/kv.md"
+      done
+    done
+  done
+  # BATCHED="l2-q8_0": aggregate throughput of many sequences (batched-bench, like llama-batched-bench)
+  for m in ${BATCHED:-}; do
+    "$BUILD/bin/batched-bench" -m "${files[$m]}" -npp ${BPP:-512} -ntg ${BTG:-128} -npl ${BNPL:-1,8,32,64} -ngl 99 \
+      ${BATCHED_ARGS:--fa 1} > "$OUT/batched-$m.md" 2> "$OUT/batched-$m.err"
+    echo "batched $m:"; cat "$OUT/batched-$m.md"; tail -3 "$OUT/batched-$m.err"
+  done
   echo; cat "$OUT/bench.md"
   [ -f "$OUT/variants.md" ] && { echo; echo "| model | env | tg t/s |"; echo "| --- | --- | --- |"; cat "$OUT/variants.md"; }
+  [ -f "$OUT/kv.md" ] && { echo; echo "| model | -ctk/-ctv | test | t/s |"; echo "| --- | --- | --- | --- |"; cat "$OUT/kv.md"; }
 fi
 echo
 log "summary:"

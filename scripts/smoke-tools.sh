@@ -2,7 +2,8 @@
 # End-to-end checks of the tools on the real shared model (run by scripts/test.sh):
 # the README main job's greedy story, a q8_0 quantize round trip that still generates, a Q4_K_M mix
 # (type summary in gguf-info and main), quantize vs llama-quantize's files on the shared quant vectors,
-# perplexity, tokenize, graph-dump, then every bad input of scripts/bad-inputs.sh.
+# perplexity, tokenize, graph-dump, main's llama.cpp flags (-i/-r on a scripted stdin, -st, --ignore-eos, -fa,
+# escapes, unsupported flags), then every bad input of scripts/bad-inputs.sh.
 #   bash scripts/smoke-tools.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,6 +64,47 @@ chat_turns() {
     --verbose-prompt 2>&1 | grep -o 'prompt: [0-9]* tokens' | tr '\n' ' '
 }
 check "chat keeps history in the KV cache" "prompt: 19 tokens prompt: 11 tokens" chat_turns
+# main's llama.cpp flags. -i -r: the story stops at the first "."; the input line (2 tokens) goes in and the story
+# goes on from it to the next "."; EOF on stdin ends with status 0
+interactive_reverse_prompt() {
+  local out
+  out=$(printf 'Once upon\n' | "$bin/main" -m "$model" -p "Once upon a time" -i -r "." -n 32 --temp 0 \
+    --verbose-prompt 2>"$W/i.err") || return 1
+  printf '%s|' "$out"
+  grep '^prompt: ' "$W/i.err" | tr '\n' ' '
+}
+check "main -i -r: the reverse prompt hands control back, the input goes on" \
+  " Once upon a time, there was a little girl named Lily. a time, there was a little girl named Lily.|prompt: 5 tokens prompt: 2 tokens " \
+  interactive_reverse_prompt
+single_turn() {  # two lines on stdin, one turn taken (stories260K has no chat template of its own)
+  local out
+  out=$(printf 'Hello\nSecond\n' | "$bin/main" -m "$model" -cnv -st --chat-template llama2 -n 8 --temp 0 \
+    --verbose-prompt 2>&1) || return 1
+  echo "turns: $(printf '%s\n' "$out" | grep -o 'prompt: [0-9]* tokens' | wc -l)."
+}
+check "main -cnv -st: one chat turn, then exit" "turns: 1." single_turn
+ignore_eos() {  # the sampler's path (EOS masked in the logits it gets); the timing line counts the tokens
+  "$bin/main" -m "$model" -p "Once upon a time" -n 64 --ignore-eos --temp 1 -s 3 2>&1 >/dev/null |
+    grep -o 'sampling time .* runs' | sed 's/.*\/ *\([0-9]*\) runs/[\1 runs]/'
+}
+check "main --ignore-eos -n 64: exactly 64 tokens" "[64 runs]" ignore_eos
+fa_same() {
+  local a b c
+  a=$("$bin/main" -m "$model" -p "Once upon a time" -n 40 --temp 0 -fa auto 2>/dev/null) &&
+    b=$("$bin/main" -m "$model" -p "Once upon a time" -n 40 --temp 0 -fa on 2>/dev/null) &&
+    c=$("$bin/main" -m "$model" -p "Once upon a time" -n 40 --temp 0 -fa off 2>/dev/null) &&
+    [ "$a" = "$b" ] && [ "$a" = "$c" ] && echo "same:$a"
+}
+check "main -fa auto|on|off: the same greedy text on the CPU" "same: $story" fa_same
+unsupported_flag() { "$bin/main" -m "$model" --lora x.gguf 2>&1 || true; }
+check "main --lora: a llama.cpp flag main lacks says so" "error: not supported: --lora" unsupported_flag
+unknown_flag() { "$bin/main" -m "$model" --foo 2>&1 || true; }
+check "main --foo: unknown" "error: unknown argument: --foo" unknown_flag
+escapes() {  # -n 0: only the echoed prompt
+  printf '[%s][%s]' "$("$bin/main" -m "$model" -p 'a\nb' -n 0 2>/dev/null)" \
+    "$("$bin/main" -m "$model" -p 'a\nb' -n 0 --no-escape 2>/dev/null)"
+}
+check "main -p 'a\\nb': escapes processed, --no-escape keeps them" $'[ a\nb][ a\\nb]' escapes
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
 bash scripts/bad-inputs.sh "$build" > "$W/bad.md"

@@ -127,6 +127,14 @@ inline std::vector<uint8_t> backend_case_leaf_data(const ggml_tensor * leaf, uin
         }
         if (starts("ff")) {
             v = 1.0 + 7.0 * (u(rng) + 1.0) / 2.0;
+        } else if (starts("seqmask")) {
+            // a cache shared by 5 sequences: row i1 is a token of sequence (7 i1) % 5, which owns the keys of its fifth
+            // of the row (with random holes) and every 37th key from its offset (cells left between the others');
+            // rows with i1 % 11 == 4 see nothing
+            const int64_t n = leaf->ne[0], j = i % n, i1 = (i / n) % leaf->ne[1], sq = (i1 * 7) % 5;
+            const double r = (u(rng) + 1.0) / 2.0;
+            const bool own = (j * 5 / n == sq && r >= 0.2) || j % 37 == sq;
+            v = i1 % 11 == 4 || !own ? -INFINITY : r < 0.4 ? -std::round(r * 1024) / 1024 : 0.0;
         } else if (starts("mask")) {
             const int64_t i1 = (i / leaf->ne[0]) % leaf->ne[1];
             const double r = (u(rng) + 1.0) / 2.0;
@@ -507,12 +515,16 @@ inline std::vector<backend_case> backend_cases() {
     }
     // SET_ROWS into q8_0/q4_0 caches (each written row quantized as the reference quantizer does; the other rows
     // untouched): the whole cache, or a view one block in (a head's columns of a cache row); sources plain or
-    // transposed. Exact: the reference quantizes with quantize_row_*_ref.
+    // transposed; rows of 1 to 128 heads of 32..128 dims (n0 = head_dim x n_head_kv: 96 = 3 x 32, 192 = 3 x 64,
+    // 480 = 5 x 96, 1024 = 8 x 128); odd row counts; the row ids broadcast over dim 2. Exact: the reference quantizes
+    // with quantize_row_*_ref and a kernel must write the same bytes (CUDA: cpy.cuh's block quantizers). The index
+    // tensor is always a contiguous i32 vector (ggml_set_rows asserts it).
     for (ggml_type td : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0}) {
-        for (int64_t n0 : {int64_t(32), int64_t(96), int64_t(4096)}) {
+        for (int64_t n0 : {int64_t(32), int64_t(96), int64_t(192), int64_t(480), int64_t(1024), int64_t(4096)}) {
             for (bool view : {false, true}) {
                 for (backend_layout lb : {BACKEND_LAYOUT_CONT, BACKEND_LAYOUT_TRANSPOSED}) {
-                    for (int64_t n : {1, 3}) {
+                    for (int64_t n : {1, 3, 7, 255}) {
+                        if (n == 255 && (n0 != 1024 || view || lb != BACKEND_LAYOUT_CONT)) continue; // a prompt's store
                         const int64_t nd[4] = {n0, 2 * n + 1, 2, 1}, nbs[4] = {n0, n, 2, 1};
                         const std::string nm = std::string(ggml_type_name(td)) + " dst " + backend_shape_str(nd) +
                                                (view ? " block-offset view" : " cont") + " src " +
@@ -629,6 +641,20 @@ inline std::vector<backend_case> backend_cases() {
     kcfgs.push_back({80, 1, 2, 4097, 1, GGML_TYPE_F16, GGML_TYPE_F16, 0});
     kcfgs.push_back({96, 4, 1, 4097, 5, GGML_TYPE_Q8_0, GGML_TYPE_F16, 2});
     kcfgs.push_back({40, 4, 2, 255, 3, GGML_TYPE_F16, GGML_TYPE_F16, 1}); // D not a multiple of 16 (tails)
+    // decode at depth with each GQA ratio and the mixed types; a few tokens per step (parallel sequences: one mask
+    // row per token); prompts of 9, 64 and 512 tokens on quantized caches
+    kcfgs.push_back({96, 8, 1, 4097, 1, GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, 2});
+    kcfgs.push_back({64, 1, 4, 4097, 1, GGML_TYPE_F16, GGML_TYPE_Q8_0, 0});
+    kcfgs.push_back({128, 4, 2, 4097, 1, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, 2});
+    kcfgs.push_back({128, 1, 2, 4097, 1, GGML_TYPE_Q4_0, GGML_TYPE_F16, 1});
+    kcfgs.push_back({128, 4, 2, 255, 2, GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, 2});
+    kcfgs.push_back({64, 2, 2, 17, 3, GGML_TYPE_Q4_0, GGML_TYPE_F16, 1});
+    kcfgs.push_back({128, 4, 2, 255, 9, GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, 2});
+    kcfgs.push_back({64, 1, 4, 4097, 9, GGML_TYPE_Q4_0, GGML_TYPE_Q4_0, 1});
+    kcfgs.push_back({128, 8, 1, 4097, 64, GGML_TYPE_Q8_0, GGML_TYPE_F16, 2});
+    kcfgs.push_back({96, 1, 2, 1000, 64, GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, 1});
+    kcfgs.push_back({128, 4, 2, 600, 512, GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, 2});
+    kcfgs.push_back({64, 8, 1, 512, 512, GGML_TYPE_F16, GGML_TYPE_Q4_0, 2});
     for (const fa_kv_cfg & kc : kcfgs) {
         const bool kq = kc.tk != GGML_TYPE_F16;
         const std::string nm = "D " + std::to_string(kc.D) + " tokens " + std::to_string(kc.n_tokens) + " heads " +
@@ -645,6 +671,12 @@ inline std::vector<backend_case> backend_cases() {
         // 1e-7 (a 0.1% score scale) to 1.
         const int64_t rows = kc.ratio * kc.n_tokens, last_block = rows % 16 ? rows % 16 : 16;
         const double tol = kq && std::min<int64_t>(rows, last_block) <= 4 ? 2e-5 : 1e-10;
+        // CUDA against the CPU. Up to 8 query rows per KV head (decode, fattn-vecq.cuh): a quantized K is dotted as
+        // integers against the query rounded to int8 per 32 dims (as the CPU's q8_1 rows; the two roundings differ,
+        // so up to twice the error: 2e-5), an f16 K in f32 (f32 rounding and exp2.approx: 1e-9). More rows (prompts):
+        // the tensor-core kernel on an f16 copy of the K/V views, q and the softmax weights in f16, and the K/V
+        // values rounded to f16 (d x q needs up to 19 bits): 1e-6.
+        const double gpu_tol = rows > 8 ? 1e-6 : kq ? 2e-5 : kc.tv != GGML_TYPE_F16 ? 1e-9 : 0.0;
         add("flash_attn_ext", nm, tol, [=](ggml_context * ctx) {
             const int64_t n_head = kc.n_head_kv * kc.ratio;
             ggml_tensor * q0 = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, kc.D, n_head, kc.n_tokens); // [D, n_head, T]
@@ -667,17 +699,58 @@ inline std::vector<backend_case> backend_cases() {
             const int n_past = kc.mask == 2 ? (int)(kc.n_kv - kc.n_tokens) : -1;
             return ggml_flash_attn_ext(ctx, q, k, v, m, 1.0f / std::sqrt((float)kc.D), n_past);
         },
-        // CUDA, more than 8 query rows per KV head (prompts): tensor-core attention with q and the softmax
-        // weights in f16 (measured 4-5e-8 against the CPU)
-        kc.ratio * kc.n_tokens > 8 ? 1e-6 : 0.0);
+        // CUDA (f16 K/V, more than 8 query rows: tensor-core attention with q and the softmax weights in f16,
+        // measured 4-5e-8 against the CPU)
+        gpu_tol);
+    }
+
+    // FLASH_ATTN_EXT over a cache shared by several sequences (ggml_flash_attn_ext_set_seqs(n_seq, shared)): a
+    // "seqmask" (each token sees its sequence's part of the keys). Kernels that take each token's visible key range
+    // from the mask and skip the rest: one decode block per token (about one token per sequence), the tensor-core
+    // kernel over the union of its tokens' ranges (prompts), the decode kernel over the union (few tokens). The
+    // hints do not change the result: the tolerances are those of the same kernels without them.
+    struct fa_seq_cfg {
+        int64_t D, ratio, n_head_kv, n_kv, n_tokens, n_seq;
+        ggml_type tkv;
+    };
+    const fa_seq_cfg scfgs[] = {
+        {128, 4, 2, 4097, 64, 40, GGML_TYPE_F16}, {64, 1, 4, 1000, 24, 24, GGML_TYPE_F16},
+        {128, 8, 1, 2048, 9, 9, GGML_TYPE_F16},   {128, 4, 2, 3000, 512, 1, GGML_TYPE_F16},
+        {64, 1, 4, 700, 100, 2, GGML_TYPE_F16},   {128, 4, 2, 4097, 2, 2, GGML_TYPE_F16},
+        {128, 4, 2, 1500, 33, 33, GGML_TYPE_Q8_0}, {96, 1, 2, 777, 17, 17, GGML_TYPE_F32}};
+    for (const fa_seq_cfg & sc : scfgs) {
+        const std::string nm = "D " + std::to_string(sc.D) + " tokens " + std::to_string(sc.n_tokens) + " of " +
+                               std::to_string(sc.n_seq) + " sequences, heads " +
+                               std::to_string(sc.n_head_kv * sc.ratio) + "/" + std::to_string(sc.n_head_kv) +
+                               " n_kv " + std::to_string(sc.n_kv) + " kv " + ggml_type_name(sc.tkv) +
+                               " shared cache";
+        // CPU against float64: f32 sums of exact values (a q8_0 K dotted against q8_1 rows: 2e-5, as above). CUDA
+        // against the CPU: 1e-6, the bound of the tensor-core kernel (f16 q and weights; q8_0 widened to f16); the
+        // decode kernels stay far below it. A block reading a wrong key range is off by O(1).
+        const bool kq = sc.tkv == GGML_TYPE_Q8_0;
+        add("flash_attn_ext", nm, kq ? 2e-5 : 1e-10, [=](ggml_context * ctx) {
+            const int64_t n_head = sc.n_head_kv * sc.ratio;
+            ggml_tensor * q0 = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, sc.D, n_head, sc.n_tokens); // [D, n_head, T]
+            ggml_set_name(q0, "q");
+            ggml_tensor * q = ggml_permute(ctx, q0, 0, 2, 1, 3); // [D, T, n_head]
+            const int64_t n_ctx = sc.n_kv + 17;
+            ggml_tensor * kcache = ggml_new_tensor_2d(ctx, sc.tkv, sc.D * sc.n_head_kv, n_ctx);
+            ggml_tensor * vcache = ggml_new_tensor_2d(ctx, sc.tkv, sc.D * sc.n_head_kv, n_ctx);
+            ggml_set_name(kcache, "k_cache");
+            ggml_set_name(vcache, "v_cache");
+            ggml_tensor * k = ggml_view_3d(ctx, kcache, sc.D, sc.n_kv, sc.n_head_kv, kcache->nb[1],
+                                           ggml_row_size(sc.tkv, sc.D), 0); // [D, n_kv, n_head_kv]
+            ggml_tensor * v = ggml_view_3d(ctx, vcache, sc.D, sc.n_kv, sc.n_head_kv, vcache->nb[1],
+                                           ggml_row_size(sc.tkv, sc.D), 0);
+            ggml_tensor * m = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, sc.n_kv, sc.n_tokens);
+            ggml_set_name(m, "seqmask");
+            ggml_tensor * fa = ggml_flash_attn_ext(ctx, q, k, v, m, 1.0f / std::sqrt((float)sc.D), -1);
+            ggml_flash_attn_ext_set_seqs(fa, (int)sc.n_seq, true);
+            return fa;
+        },
+        1e-6);
     }
     return cases;
-}
-
-// A case with a q8_0/q4_0 KV cache (SET_ROWS into it, FLASH_ATTN_EXT reading it): CPU kernels only so far.
-inline bool backend_case_quantized_kv(const backend_case & c) {
-    return (c.group == "set_rows" || c.group == "flash_attn_ext") &&
-           (c.name.find("q8_0") != std::string::npos || c.name.find("q4_0") != std::string::npos);
 }
 
 // ---- one case on one backend ----------------------------------------------------------------------

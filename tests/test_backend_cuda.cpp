@@ -145,14 +145,9 @@ ggml_tensor * leaf(ggml_context * ctx, ggml_type type, int64_t ne0, int64_t ne1,
 TEST_CASE("shared case table: every case on CUDA matches the CPU") {
     backends be;
     std::map<std::string, int> per_group;
-    int unsupported = 0, pending = 0;
+    int unsupported = 0;
     for (const backend_case & c : backend_cases()) {
         if (!cuda_supports_graph(be.cuda, c.build)) {
-            // q8_0/q4_0 KV caches have CPU kernels only so far (issue 13): the scheduler runs them on the CPU
-            if (backend_case_quantized_kv(c)) {
-                ++pending;
-                continue;
-            }
             ++unsupported;
             MESSAGE("not supported on CUDA: ", c.name);
             continue;
@@ -165,7 +160,6 @@ TEST_CASE("shared case table: every case on CUDA matches the CPU") {
     }
     for (auto & [g, n] : per_group)
         MESSAGE(g, ": ", n, " cases");
-    if (pending) MESSAGE(pending, " quantized-KV cases left to the CPU (no CUDA kernels yet)");
     CHECK(unsupported == 0);
     CHECK(!per_group.empty());
 }
@@ -222,18 +216,22 @@ TEST_CASE("mul_mat f16/f32: mmv decode and cuBLAS prefill") {
 }
 
 TEST_CASE("attention through mul_mat on permuted f16 KV-cache views with GQA") {
+    // also a q8_0 K cache (-ctk q8_0 without flash attention: since the cache's stores run on CUDA it stays on the
+    // GPU and this mat-mul reads the strided q8_0 view; the activation is rounded to q8_1 for up to 8 columns)
     backends be;
     const int64_t D = 64, n_ctx = 100, n_kv = 77, n_head = 8, n_head_kv = 2;
+    for (ggml_type tk : {GGML_TYPE_F16, GGML_TYPE_Q8_0})
     for (int64_t n_tokens : {1, 4, 33}) {
         for (bool v_trans : {true, false}) {
+            if (tk != GGML_TYPE_F16 && !v_trans) continue;
             compare(
                 be,
-                "attn n_tokens " + std::to_string(n_tokens) +
+                "attn n_tokens " + std::to_string(n_tokens) + " k " + ggml_type_name(tk) +
                     (v_trans ? " v transposed cache" : " v cont of transposed view"),
                 [=](ggml_context * ctx) {
                     // K cache [D, n_head_kv, n_ctx] (token-major, as written per step); view the first n_kv
-                    ggml_tensor * kc = leaf(ctx, GGML_TYPE_F16, D * n_head_kv, n_ctx, 1, "kcache");
-                    ggml_tensor * k = ggml_view_3d(ctx, kc, D, n_kv, n_head_kv, kc->nb[1], D * 2, 0);
+                    ggml_tensor * kc = leaf(ctx, tk, D * n_head_kv, n_ctx, 1, "kcache");
+                    ggml_tensor * k = ggml_view_3d(ctx, kc, D, n_kv, n_head_kv, kc->nb[1], ggml_row_size(tk, D), 0);
                     ggml_tensor * q0 = leaf(ctx, GGML_TYPE_F32, D, n_head, n_tokens, "q");
                     ggml_tensor * q = ggml_permute(ctx, q0, 0, 2, 1, 3); // [D, n_tokens, n_head]
                     ggml_tensor * kq = ggml_mul_mat(ctx, k, q);          // [n_kv, n_tokens, n_head]
@@ -249,7 +247,7 @@ TEST_CASE("attention through mul_mat on permuted f16 KV-cache views with GQA") {
                     }
                     return ggml_mul_mat(ctx, v, kq); // [D, n_tokens, n_head]
                 },
-                n_tokens > 8 ? 2e-5 : 1e-6);
+                tk != GGML_TYPE_F16 ? 1e-4 : n_tokens > 8 ? 2e-5 : 1e-6);
         }
     }
 }
@@ -310,28 +308,41 @@ TEST_CASE("rms_norm fused with mul, and not fused when the norm has another user
         1e-7);
 }
 
-TEST_CASE("copies among f32/f16/q8_0, contiguous and not; get_rows of each type") {
+TEST_CASE("copies among f32/f16/q8_0/q4_0, contiguous and not; get_rows of each type") {
+    // Exact: the block quantizers write the reference quantizers' bytes (cpy.cuh), the dequantization is the
+    // reference's d * q. Between the two block types only a copy of the same type is supported (no requantization).
     backends be;
-    const ggml_type types[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_Q8_0};
+    const ggml_type types[] = {GGML_TYPE_F32, GGML_TYPE_F16, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0};
+    auto blocks = [](ggml_type t) { return t == GGML_TYPE_Q8_0 || t == GGML_TYPE_Q4_0; };
     for (ggml_type ts : types) {
         for (ggml_type td : types) {
-            // src: a permuted view (f32/f16) or a row-offset view (q8_0); dst: a strided view of a bigger cache
+            if (blocks(ts) && blocks(td) && ts != td) continue;
+            for (int64_t ne0 : {64, 96}) {
+                // src: a permuted view (f32/f16) or a row-offset view (blocks); dst: a strided view of a bigger cache
+                compare(
+                    be, std::string("cpy ") + ggml_type_name(ts) + " -> " + ggml_type_name(td) + " ne0 " + std::to_string(ne0),
+                    [=](ggml_context * ctx) {
+                        ggml_tensor * s = leaf(ctx, ts, ne0, 6, 5, "src");
+                        if (!blocks(ts))
+                            s = ggml_permute(ctx, s, 0, 2, 1, 3); // [ne0, 5, 6]
+                        else
+                            s = ggml_view_3d(ctx, s, ne0, 5, 5, s->nb[1], s->nb[2], s->nb[1]);
+                        ggml_tensor * cache = leaf(ctx, td, ne0, 40, 1, "cache");
+                        ggml_tensor * d =
+                            ggml_view_2d(ctx, cache, ne0, blocks(ts) ? 25 : 30, cache->nb[1] * 1, cache->nb[1] * 3);
+                        return ggml_cpy(ctx, s, d);
+                    },
+                    0.0);
+            }
+        }
+        if (blocks(ts)) { // DUP of a strided block-type view (the context shift's V move)
             compare(
-                be, std::string("cpy ") + ggml_type_name(ts) + " -> " + ggml_type_name(td),
+                be, std::string("dup of a view ") + ggml_type_name(ts),
                 [=](ggml_context * ctx) {
-                    ggml_tensor * s = leaf(ctx, ts, 64, 6, 5, "src");
-                    if (ts != GGML_TYPE_Q8_0)
-                        s = ggml_permute(ctx, s, 0, 2, 1, 3); // [64, 5, 6]
-                    else
-                        s = ggml_view_3d(ctx, s, 64, 5, 5, s->nb[1], s->nb[2], s->nb[1]);
-                    ggml_tensor * cache = leaf(ctx, td, 64, 40, 1, "cache");
-                    ggml_tensor * d = ggml_view_2d(ctx, cache, 64, ts == GGML_TYPE_Q8_0 ? 25 : 30, cache->nb[1] * 1,
-                                                   cache->nb[1] * 3);
-                    ggml_tensor * c = ggml_cpy(ctx, s, d);
-                    // read back through a full f32 copy of the cache region written (cont of the view)
-                    return c;
+                    ggml_tensor * s = leaf(ctx, ts, 256, 33, 1, "src");
+                    return ggml_dup(ctx, ggml_view_2d(ctx, s, 128, 17, s->nb[1], ggml_row_size(ts, 64) + 3 * s->nb[1]));
                 },
-                td == GGML_TYPE_Q8_0 && ts != GGML_TYPE_Q8_0 ? 1e-6 : 0.0);
+                0.0);
         }
         compare(
             be, std::string("get_rows ") + ggml_type_name(ts),
@@ -347,6 +358,169 @@ TEST_CASE("copies among f32/f16/q8_0, contiguous and not; get_rows of each type"
             return ggml_cont(ctx, ggml_transpose(ctx, leaf(ctx, GGML_TYPE_F16, 33, 17, 2, "x")));
         },
         0.0);
+}
+
+namespace {
+// Build on `backend` with the leaves named in `fill` set to those bytes (others: leaf_bytes(seed 7)), compute, and
+// return the bytes of the tensor named `want` (a leaf that ops write into: a KV cache).
+std::vector<uint8_t> run_bytes(ggml_backend_t backend, const build_fn & build, const std::map<std::string, std::vector<uint8_t>> & fill,
+                               const char * want) {
+    ggml_init_params ip = {16u * 1024 * 1024, nullptr, true};
+    ggml_context * ctx = ggml_init(ip);
+    ggml_tensor * out = build(ctx);
+    ggml_cgraph * gf = ggml_new_graph_custom(ctx, 1024);
+    ggml_build_forward_expand(gf, out);
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, backend);
+    REQUIRE(buf != nullptr);
+    for (ggml_tensor * t = ggml_get_first_tensor(ctx); t; t = ggml_get_next_tensor(ctx, t)) {
+        if (t->view_src || t->op != GGML_OP_NONE) continue;
+        const auto it = fill.find(t->name);
+        const std::vector<uint8_t> b = it != fill.end() ? it->second : leaf_bytes(t, 7);
+        REQUIRE(b.size() == ggml_nbytes(t));
+        ggml_backend_tensor_set(t, b.data(), 0, b.size());
+    }
+    REQUIRE(ggml_backend_graph_compute(backend, gf) == GGML_STATUS_SUCCESS);
+    ggml_backend_synchronize(backend);
+    ggml_tensor * w = ggml_get_tensor(ctx, want);
+    REQUIRE(w != nullptr);
+    std::vector<uint8_t> bytes(ggml_nbytes(w));
+    ggml_backend_tensor_get(w, bytes.data(), 0, bytes.size());
+    ggml_backend_buffer_free(buf);
+    ggml_free(ctx);
+    return bytes;
+}
+
+template <typename T> std::vector<uint8_t> as_bytes(const std::vector<T> & v) {
+    std::vector<uint8_t> b(v.size() * sizeof(T));
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+}
+
+// Rows of 8 blocks of 32 whose quantization hits the reference's corner cases: all +0 and all -0 blocks (q4_0 keeps
+// d = -0), halves exactly between two quants with the scale 1 (roundf / +8.5 truncation round them away from zero,
+// round-to-even would not), the largest magnitude twice with both signs (q4_0 takes the first), a scale past the f16
+// range (d = inf), tiny normal values, and random values of full f32 precision.
+std::vector<float> kvq_corner_rows(int n_rows, ggml_type type, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> x((size_t)n_rows * 256);
+    for (int r = 0; r < n_rows; ++r) {
+        float * b = &x[(size_t)r * 256];
+        for (int j = 0; j < 32; ++j) {
+            b[j] = 0.0f;
+            b[32 + j] = -0.0f;
+            // scale 1: q8_0 max 127, q4_0 first max -8; then halves
+            const float half = (float)(j % 15) - 7.0f + 0.5f; // -6.5 .. 7.5
+            b[64 + j] = j == 0 ? (type == GGML_TYPE_Q8_0 ? 127.0f : -8.0f) : (type == GGML_TYPE_Q8_0 ? half * 16.0f + 0.5f : half);
+            b[96 + j] = j == 3 ? 3.0f : j == 9 ? -3.0f : u(rng) * 2.9f;   // ties of |max|, + first
+            b[128 + j] = j == 2 ? -5.0f : j == 30 ? 5.0f : u(rng) * 4.9f; // ties of |max|, - first
+            b[160 + j] = u(rng) * 1e7f;                                   // d beyond the f16 range
+            b[192 + j] = u(rng) * 1e-30f;                                 // tiny (normal) values
+            b[224 + j] = u(rng) * (float)(1 + r);
+        }
+    }
+    return x;
+}
+} // namespace
+
+TEST_CASE("q8_0/q4_0 stores and copies write the reference quantizer's bytes (ties, halves, zeros, signs)") {
+    // SET_ROWS of f32 rows and CPY of f32 / f16 rows into q8_0 / q4_0 caches on CUDA: every byte equals
+    // quantize_row_q8_0_ref / quantize_row_q4_0_ref of the row (run here on the host), and the rows not written keep
+    // their bytes.
+    backends be;
+    for (ggml_type qt : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0}) {
+        const int64_t n0 = 256, n_ctx = 9, n = 3;
+        const size_t rb = ggml_row_size(qt, n0);
+        const std::vector<float> x = kvq_corner_rows((int)n, qt, 11);
+        const std::vector<int32_t> cells = {6, 1, 4};
+        std::vector<uint8_t> cache0((size_t)n_ctx * rb);
+        for (size_t i = 0; i < cache0.size(); ++i)
+            cache0[i] = (uint8_t)(i * 37 + 11); // any bytes (the quants are random, the scales finite or not)
+        for (int op = 0; op < 3; ++op) { // 0 SET_ROWS f32, 1 CPY f32 into rows 2..4, 2 CPY f16 into rows 2..4
+            const std::string name = std::string(ggml_type_name(qt)) + (op == 0 ? " set_rows" : op == 1 ? " cpy f32" : " cpy f16");
+            INFO(name);
+            std::vector<float> xs = x;
+            std::vector<uint8_t> src_bytes = as_bytes(x);
+            if (op == 2) { // an f16 source: the values the reference then sees are the f16 ones (the 1e7 block
+                           // scaled into the f16 range; the tiny one becomes zeros)
+                std::vector<ggml_fp16_t> h(x.size());
+                for (size_t i = 0; i < x.size(); ++i) {
+                    h[i] = ggml_fp32_to_fp16(i % 256 >= 160 && i % 256 < 192 ? x[i] * 6e-3f : x[i]);
+                    xs[i] = ggml_fp16_to_fp32(h[i]);
+                }
+                src_bytes = as_bytes(h);
+            }
+            // the reference: each source row quantized on the host
+            std::vector<uint8_t> want = cache0;
+            std::vector<uint8_t> rows((size_t)n * rb);
+            ggml_get_type_traits(qt)->from_float_ref(xs.data(), rows.data(), n * n0);
+            for (int64_t i = 0; i < n; ++i)
+                std::memcpy(&want[(size_t)(op == 0 ? cells[i] : 2 + i) * rb], &rows[i * rb], rb);
+            const build_fn build = [=](ggml_context * ctx) -> ggml_tensor * {
+                ggml_tensor * cache = leaf(ctx, qt, n0, n_ctx, 1, "cache");
+                ggml_tensor * src = leaf(ctx, op == 2 ? GGML_TYPE_F16 : GGML_TYPE_F32, n0, n, 1, "src");
+                if (op == 0) return ggml_set_rows(ctx, cache, src, leaf(ctx, GGML_TYPE_I32, n, 1, 1, "cells"));
+                return ggml_cpy(ctx, src, ggml_view_2d(ctx, cache, n0, n, cache->nb[1], 2 * cache->nb[1]));
+            };
+            const std::map<std::string, std::vector<uint8_t>> fill = {
+                {"cache", cache0}, {"src", src_bytes}, {"cells", as_bytes(cells)}};
+            REQUIRE(cuda_supports_graph(be.cuda, build));
+            const std::vector<uint8_t> got = run_bytes(be.cuda, build, fill, "cache");
+            const std::vector<uint8_t> cpu = run_bytes(be.cpu, build, fill, "cache");
+            CHECK(cpu == want);
+            size_t first_diff = got.size();
+            for (size_t i = 0; i < got.size() && i < want.size(); ++i)
+                if (got[i] != want[i]) {
+                    first_diff = i;
+                    break;
+                }
+            INFO("first differing byte ", first_diff, " (row ", first_diff / rb, ", byte ", first_diff % rb, ")");
+            CHECK(got == want);
+        }
+    }
+}
+
+TEST_CASE("supports_op: every op of a q8_0/q4_0 KV cache runs on CUDA (the cache is not kept in host memory)") {
+    // The probes llm_kv_cache_init asks (llm/kv-cache.cpp kv_ops_supported) for head sizes 64, 96, 128 and every K/V
+    // type pair; and what stays unsupported: a transposed block-type V (no blocks along a column), requantizing
+    // between block types, a block-type view whose rows are not whole blocks.
+    backends be;
+    const ggml_type ts[] = {GGML_TYPE_F16, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0};
+    for (int64_t hd : {64, 96, 128}) {
+        for (ggml_type tk : ts) {
+            for (ggml_type tv : ts) {
+                const int64_t nh = 32, nkv = 8, n = 256;
+                ggml_init_params ip = {64 * ggml_tensor_overhead(), nullptr, true};
+                ggml_context * c = ggml_init(ip);
+                ggml_tensor * kc = ggml_new_tensor_2d(c, tk, hd * nkv, n);
+                ggml_tensor * vc = ggml_new_tensor_2d(c, tv, hd * nkv, n);
+                ggml_tensor * cur = ggml_new_tensor_2d(c, GGML_TYPE_F32, hd * nkv, 7);
+                ggml_tensor * cells = ggml_new_tensor_1d(c, GGML_TYPE_I32, 7);
+                ggml_tensor * q = ggml_new_tensor_3d(c, GGML_TYPE_F32, hd, 1, nh);
+                ggml_tensor * mask = ggml_new_tensor_2d(c, GGML_TYPE_F16, n, 1);
+                ggml_tensor * k = ggml_view_3d(c, kc, hd, n, nkv, kc->nb[1], ggml_row_size(tk, hd), 0);
+                ggml_tensor * v = ggml_view_3d(c, vc, hd, n, nkv, vc->nb[1], ggml_row_size(tv, hd), 0);
+                ggml_tensor * q9 = ggml_new_tensor_3d(c, GGML_TYPE_F32, hd, 9, nh);
+                ggml_tensor * mask9 = ggml_new_tensor_2d(c, GGML_TYPE_F16, n, 9);
+                INFO("hd ", hd, " k ", ggml_type_name(tk), " v ", ggml_type_name(tv));
+                CHECK(ggml_backend_supports_op(be.cuda, ggml_set_rows(c, kc, cur, cells)));
+                CHECK(ggml_backend_supports_op(be.cuda, ggml_set_rows(c, vc, cur, cells)));
+                CHECK(ggml_backend_supports_op(be.cuda, ggml_get_rows(c, kc, cells)));
+                CHECK(ggml_backend_supports_op(be.cuda, ggml_cpy(c, cur, ggml_view_2d(c, kc, hd * nkv, 7, kc->nb[1], 0))));
+                CHECK(ggml_backend_supports_op(be.cuda, ggml_dup(c, ggml_view_2d(c, vc, hd * nkv, 7, vc->nb[1], 0))));
+                CHECK(ggml_backend_supports_op(be.cuda, ggml_flash_attn_ext(c, q, k, v, mask, 1.0f, -1)));
+                CHECK(ggml_backend_supports_op(be.cuda, ggml_flash_attn_ext(c, q9, k, v, mask9, 1.0f, 200)));
+                if (tk != GGML_TYPE_F16 && tv != GGML_TYPE_F16 && tk != tv)
+                    CHECK_FALSE(ggml_backend_supports_op(be.cuda, ggml_cpy(c, ggml_view_2d(c, kc, hd * nkv, 7, kc->nb[1], 0),
+                                                                             ggml_view_2d(c, vc, hd * nkv, 7, vc->nb[1], 0))));
+                if (tv != GGML_TYPE_F16) {
+                    ggml_tensor * vt = ggml_new_tensor_2d(c, tv, n, hd * nkv); // a transposed V cache
+                    CHECK_FALSE(ggml_backend_supports_op(be.cuda, ggml_set_rows(c, ggml_transpose(c, vt), cur, cells)));
+                }
+                ggml_free(c);
+            }
+        }
+    }
 }
 
 TEST_CASE("CUDA graphs: replay after data, pointer and KV-length changes equals eager execution") {
@@ -1236,20 +1410,27 @@ TEST_CASE("decode attention: splits merged by the last block; output quantized f
         int64_t D, n_head, n_head_kv, n_kv, T;
         bool out_too; // the attention output is also a graph output: no fused quantization
     };
+    // KV cache types: f16 (fattn.cu's decode kernel), q8_0 / q4_0 (fattn-vecq.cuh; D 256: through an f16 copy)
+    const std::pair<ggml_type, ggml_type> kv_types[] = {{GGML_TYPE_F16, GGML_TYPE_F16}, {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0},
+                                                        {GGML_TYPE_Q4_0, GGML_TYPE_Q4_0}, {GGML_TYPE_Q8_0, GGML_TYPE_F16}};
     for (fc c : {fc{128, 32, 32, 256, 1, false}, fc{128, 32, 8, 1000, 1, false}, fc{64, 8, 2, 37, 1, false},
-                 fc{256, 4, 1, 300, 2, false}, fc{128, 8, 8, 4096, 1, false}, fc{128, 32, 32, 256, 1, true}}) {
+                 fc{256, 4, 1, 300, 2, false}, fc{128, 8, 8, 4096, 1, false}, fc{128, 32, 32, 256, 1, true},
+                 fc{96, 16, 2, 700, 1, false}}) {
+      for (auto [tk, tv] : kv_types) {
+        if (c.D % 64 != 0 && tk == GGML_TYPE_F16) continue; // D 96: not a size of the f16 decode kernel
         for (ggml_type wt : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_K}) {
             for (uint64_t seed : {1, 2}) {
                 const std::string name = std::string(ggml_type_name(wt)) + " fattn+wo D" + std::to_string(c.D) + " H" +
                                          std::to_string(c.n_head) + "/" + std::to_string(c.n_head_kv) + " kv" +
-                                         std::to_string(c.n_kv) + " T" + std::to_string(c.T) +
+                                         std::to_string(c.n_kv) + " T" + std::to_string(c.T) + " cache " +
+                                         ggml_type_name(tk) + "/" + ggml_type_name(tv) +
                                          (c.out_too ? " fattn also output" : "") + " seed " + std::to_string(seed);
                 const layer_fn build = [=](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
                     ggml_tensor * q = ggml_permute(cg, leaf(cg, GGML_TYPE_F32, c.D, c.n_head, c.T, "q"), 0, 2, 1, 3);
-                    ggml_tensor * kc = leaf(cg, GGML_TYPE_F16, c.D * c.n_head_kv, c.n_kv + 5, 1, "kc");
-                    ggml_tensor * vc = leaf(cg, GGML_TYPE_F16, c.D * c.n_head_kv, c.n_kv + 5, 1, "vc");
-                    ggml_tensor * k = ggml_view_3d(cg, kc, c.D, c.n_kv, c.n_head_kv, kc->nb[1], c.D * 2, 0);
-                    ggml_tensor * v = ggml_view_3d(cg, vc, c.D, c.n_kv, c.n_head_kv, vc->nb[1], c.D * 2, 0);
+                    ggml_tensor * kc = leaf(cg, tk, c.D * c.n_head_kv, c.n_kv + 5, 1, "kc");
+                    ggml_tensor * vc = leaf(cg, tv, c.D * c.n_head_kv, c.n_kv + 5, 1, "vc");
+                    ggml_tensor * k = ggml_view_3d(cg, kc, c.D, c.n_kv, c.n_head_kv, kc->nb[1], ggml_row_size(tk, c.D), 0);
+                    ggml_tensor * v = ggml_view_3d(cg, vc, c.D, c.n_kv, c.n_head_kv, vc->nb[1], ggml_row_size(tv, c.D), 0);
                     ggml_tensor * m = leaf(cg, GGML_TYPE_F32, c.n_kv, c.T, 1, "maskx");
                     ggml_tensor * fa = ggml_flash_attn_ext(cg, q, k, v, m, 1.0f / std::sqrt((float)c.D), -1);
                     ggml_tensor * x = ggml_reshape_2d(cg, fa, c.D * c.n_head, c.T); // [D * n_head, T]
@@ -1270,7 +1451,43 @@ TEST_CASE("decode attention: splits merged by the last block; output quantized f
                 CHECK(fused.values == sep.values);
             }
         }
+      }
     }
     ggml_backend_free(plain);
 }
+TEST_CASE("context shift on a q8_0/q4_0 K cache: get_rows, rope, and the rows stored back (set_rows or cpy)") {
+    // llm_kv_cache's shift graph: the moved cells' keys dequantized (GET_ROWS), rotated (ROPE), quantized back in
+    // place (SET_ROWS; earlier versions: CPY into a view of the cache), and the V rows moved by DUP + CPY of block
+    // views. Against the CPU: GPU and CPU rope differ in f32 rounding (sincos), which can move a value across a
+    // rounding boundary of its block now and then: one q8_0 quant off by one in these ~2.5k values is ~1e-7 of the
+    // signal, one q4_0 nibble ~2e-5.
+    backends be;
+    for (ggml_type qt : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0}) {
+        for (int variant = 0; variant < 2; ++variant) {
+            const int64_t hd = 128, hk = 4, n_ctx = 13, n = 5;
+            const std::string name = std::string("shift ") + ggml_type_name(qt) + (variant ? " cpy + v move" : " set_rows");
+            compare_layer(
+                be, name,
+                [=](ggml_context *, ggml_context * cg, ggml_cgraph * gf) {
+                    ggml_tensor * kc = leaf(cg, qt, hd * hk, n_ctx, 1, "kcache");
+                    ggml_tensor * rows = leaf(cg, GGML_TYPE_I32, n, 1, 1, "rowids"); // distinct, < 2n
+                    ggml_tensor * pos = leaf(cg, GGML_TYPE_I32, n, 1, 1, "pos");
+                    ggml_tensor * kr = ggml_get_rows(cg, kc, rows); // f32 [hd * hk, n]
+                    kr = ggml_rope_ext(cg, ggml_reshape_3d(cg, kr, hd, hk, n), pos, nullptr, (int)hd, GGML_ROPE_TYPE_NORMAL,
+                                       10000.0f, 1.0f);
+                    kr = ggml_reshape_2d(cg, kr, hd * hk, n);
+                    if (variant == 0) return std::vector<ggml_tensor *>{ggml_set_rows(cg, kc, kr, rows)};
+                    ggml_tensor * st = ggml_cpy(cg, kr, ggml_view_2d(cg, kc, hd * hk, n, kc->nb[1], 1 * kc->nb[1]));
+                    ggml_build_forward_expand(gf, st);
+                    ggml_tensor * vc = leaf(cg, qt, hd * hk, n_ctx, 1, "vcache");
+                    ggml_tensor * v_src = ggml_view_2d(cg, vc, hd * hk, n, vc->nb[1], 7 * vc->nb[1]);
+                    ggml_tensor * v_dst = ggml_view_2d(cg, vc, hd * hk, n, vc->nb[1], 4 * vc->nb[1]); // overlaps v_src
+                    ggml_tensor * mv = ggml_cpy(cg, ggml_dup(cg, v_src), v_dst);
+                    return std::vector<ggml_tensor *>{st, mv};
+                },
+                qt == GGML_TYPE_Q8_0 ? 1e-6 : 1e-4);
+        }
+    }
+}
+
 #endif

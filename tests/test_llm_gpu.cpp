@@ -7,6 +7,7 @@
 #include "cuda_test_util.h"  // first: exits 77 (skip) without a GPU
 #include "gguf.h"
 #include "llm.h"
+#include "llm_batch_util.h"
 #include "llm_test_util.h"
 #include "test_util.h"
 
@@ -121,5 +122,38 @@ TEST_CASE("llama2 and llama3 shapes Q4_K_M: every -ngl matches the CPU within 3e
     if (l2.empty()) return;
     check_all_ngl(l2, 3, 3e-2);
     check_all_ngl(gen_quantized("gpu_l3_q4km", std::string(k_l3_256) + " --seed 18", "q4_K_M"), 3, 3e-2);
+}
+
+// Many sequences in one batch on the GPU (every layer offloaded) against each sequence alone on the CPU: the
+// scenario of test_llm_batch.cpp (prompts split across graphs, a shared prefix, an id reused). f32 weights and
+// an f32 cache (mul_mat attention) or an f16 cache (flash attention): 2e-3 of the largest logit, the f32 bound
+// above plus f16 rounding.
+TEST_CASE("batched sequences on the GPU equal each sequence alone on the CPU") {
+    const std::string path = gen_model("gpu_l3_256_f32", std::string(k_l3_256) + " --outtype f32 --seed 19");
+    std::string err;
+    llm_model_params mp;
+    llm_model * cpu = llm_model_load(path.c_str(), mp, &err);
+    REQUIRE_MESSAGE(cpu != nullptr, err);
+    mp.n_gpu_layers = 99;
+    llm_model * gpu = llm_model_load(path.c_str(), mp, &err);
+    REQUIRE_MESSAGE(gpu != nullptr, err);
+    const auto plans = batch_scenario(llm_model_hparams(cpu).n_vocab, 9);
+    for (const bool fa : {false, true}) {
+        llm_context_params cp;
+        cp.n_ctx = 256;
+        cp.n_batch = 16;
+        cp.n_threads = 2;
+        cp.type_k = cp.type_v = fa ? GGML_TYPE_F16 : GGML_TYPE_F32;
+        cp.flash_attn = fa;
+        const auto ref = batch_reference(cpu, cp, plans);
+        int n = 0;
+        const double e = batch_max_err(gpu, cp, plans, ref, &n);
+        MESSAGE((fa ? "flash attention, f16 cache" : "mul_mat attention, f32 cache") << ": " << n
+                << " rows, max rel err GPU batched vs CPU alone " << e);
+        CHECK(n == 70);
+        CHECK(e < 2e-3);
+    }
+    llm_model_free(gpu);
+    llm_model_free(cpu);
 }
 #endif

@@ -1,7 +1,7 @@
 // bench - prompt processing and generation speed, like llama.cpp's llama-bench.
 //
 //   bench -m model.gguf [-m model2.gguf] [-p 512] [-n 128] [-d 0,4096] [-ngl 99] [-t 2] [-b 512] [-r 3]
-//         [-fa 0|1] [-ctk T] [-ctv T] [-mmp 0|1] [-o md|json] [--no-roofline] [--probe-mib N]
+//         [-fa 0|1] [-ctk T] [-ctv T] [-mmp 0|1] [-o md|json] [--no-roofline] [--probe-mib N] [--profile]
 //
 // Tests per model and depth d: pp<p> (p random tokens in one decode, timed), tg<n> (n tokens decoded one at
 // a time, timed); at depth d the cache is first filled with d tokens (untimed). Each test runs r times after
@@ -13,9 +13,18 @@
 // with prefetch, as a 4-row mat-vec tile reads; examples/common/membw.h) on the bench's threads, measured
 // just before and just after each repetition (a shared machine's bandwidth drifts within minutes) and
 // averaged. CUDA: the device-to-device copy bandwidth (bytes read + written), measured once per process.
+//
+// --profile: after each test's timed repetitions (which it leaves as they are), r more steps of the test (at least
+// 3; a tg token, a pp graph of min(p, b) tokens) with per-node timing (ggml_backend_sched_set_profile), alternating
+// with steps timed without it; after the table, per test: the top nodes by time with GB/s and % of roofline
+// (examples/common/roofline.h), the totals per op and the time outside kernels. Without --profile none of this
+// runs: the timed loop is the same code, and profiling off costs one branch per graph in the scheduler and one
+// per node in the CPU thread pool.
+#include "ggml-cost.h"
 #include "llm.h"
 #include "membw.h"
 #include "model-info.h"
+#include "roofline.h"
 #ifdef GGML_USE_CUDA
 #include "ggml-cuda.h"
 #endif
@@ -48,6 +57,7 @@ struct bench_params {
     ggml_type type_k = GGML_TYPE_F16, type_v = GGML_TYPE_F16;  // -ctk, -ctv
     bool roofline = true;
     int  probe_mib = 0;  // 0: membw_probe_bytes()
+    bool profile = false;  // --profile
     std::string output = "md";
 };
 
@@ -65,7 +75,9 @@ void usage(const char * prog) {
            "  -mmp 0|1      use the weights in place from the file mapping (default 1)\n"
            "  -o md|json    output format (default md)\n"
            "  --no-roofline skip the bandwidth measurements (the roofline columns print -)\n"
-           "  --probe-mib N CPU read-bandwidth probe buffer in MiB (default: 3x the L3, 256 to 1024)\n",
+           "  --probe-mib N CPU read-bandwidth probe buffer in MiB (default: 3x the L3, 256 to 1024)\n"
+           "  --profile     per-node profile of each test's step after its runs: top nodes, totals per op,\n"
+           "                time outside kernels, against the roofline (printed after the table)\n",
            prog);
 }
 
@@ -101,6 +113,10 @@ bool parse_args(int argc, char ** argv, bench_params & p, std::string & err) {
         }
         if (a == "--no-roofline") {
             p.roofline = false;
+            continue;
+        }
+        if (a == "--profile") {
+            p.profile = true;
             continue;
         }
         if (a == "-ctk" || a == "-ctv" || a == "--cache-type-k" || a == "--cache-type-v") {
@@ -191,6 +207,8 @@ struct result {
     // probes just before and just after it; CUDA: the one copy figure) and what was measured
     std::vector<double> bw_gbs;
     std::string bw_kind;
+    bool has_profile = false;  // --profile: the step's per-node profile
+    ggml_profile profile;
 
     std::vector<double> samples_ts() const {
         std::vector<double> v;
@@ -244,6 +262,50 @@ bool decode_random(llm_context * ctx, int n, int n_vocab, std::mt19937 & rng, bo
     return true;
 }
 
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// --profile, after a test's timed runs: max(3, r) steps where the context has room (a tg token, or a pp graph of
+// min(p, b) tokens) with per-node
+// timing, each after one without it (the step's wall time); tg steps follow each other in the cache, as generation
+// does, a pp step is taken back out after each run. The profile's medians go to r.profile.
+bool profile_test(llm_context * ctx, const bench_params & bp, int n_vocab, int n_prompt, int depth, std::mt19937 & rng,
+                  result & r, std::string & err) {
+    const int n = n_prompt > 0 ? std::min(n_prompt, bp.n_batch) : 1;
+    llm_kv_remove(ctx, depth, llm_n_past(ctx));
+    if (n == 1 && !decode_random(ctx, 1, n_vocab, rng, true, err)) return false;  // builds the decode graph
+    const int room = llm_n_ctx(ctx) - llm_n_past(ctx);
+    const int want = std::max(3, bp.reps);
+    const int reps = std::min(want, n == 1 ? room / 2 : (room >= n ? want : 0));
+    ggml_backend_sched_t sched = llm_get_sched(ctx);
+    std::vector<double> walls;
+    std::vector<ggml_profile> runs;
+    for (int k = 0; k < reps; ++k) {
+        const int64_t t0 = ggml_time_us();
+        if (!decode_random(ctx, n, n_vocab, rng, n == 1, err)) return false;
+        walls.push_back((double) (ggml_time_us() - t0));
+        if (n > 1) llm_kv_remove(ctx, depth, llm_n_past(ctx));
+        ggml_backend_sched_set_profile(sched, true);
+        const bool ok = decode_random(ctx, n, n_vocab, rng, n == 1, err);
+        ggml_backend_sched_set_profile(sched, false);
+        if (!ok) return false;
+        runs.push_back(*ggml_backend_sched_get_profile(sched));
+        if (n > 1) llm_kv_remove(ctx, depth, llm_n_past(ctx));
+    }
+    if (runs.empty()) {
+        fprintf(stderr, "%s: no room in the context for a profiled step\n", r.test.c_str());
+        return true;
+    }
+    r.profile = ggml_profile_median(runs);
+    r.profile.step_us = median(walls);
+    r.profile.step_what = "llm_decode of " + std::to_string(n) + " token(s), profiling off, median of " +
+                          std::to_string(runs.size());
+    r.has_profile = true;
+    return true;
+}
+
 // One test (pp or tg at a depth): a fresh context, a warm-up, then reps timed runs. With a probe, its read
 // bandwidth is measured before the first run and after each (r.bw_gbs: the mean of the two around a run).
 bool run_test(llm_model * model, const bench_params & bp, int n_prompt, int n_gen, int depth,
@@ -289,6 +351,7 @@ bool run_test(llm_model * model, const bench_params & bp, int n_prompt, int n_ge
         fprintf(stderr, "%s: read bandwidth before the first run and after each:%s GB/s; roofline reached:%s %%\n",
                 r.test.c_str(), fmt_list(probes).c_str(), fmt_list(r.samples_roofline_pct()).c_str());
     }
+    if (ok && bp.profile) ok = profile_test(ctx, bp, n_vocab, n_prompt, depth, rng, r, err);
     llm_context_free(ctx);
     return ok;
 }
@@ -450,6 +513,16 @@ int main(int argc, char ** argv) {
             out.push_back(std::move(row));
         }
         printf("%s\n", out.dump(2).c_str());
+    }
+    if (bp.profile) {  // after the table (json: on stderr, stdout stays pure JSON)
+        roofline_cache roofs;
+        for (result & r : results) {
+            if (!r.has_profile) continue;
+            roofline_apply(r.profile, bp.n_threads, roofs);
+            fprintf(info, "\n### profile: %s, %s (one step; %zu timed records)\n\n%s\n%s\n%s", r.model_desc.c_str(),
+                    r.test.c_str(), r.profile.nodes.size(), ggml_profile_table(r.profile, 20).c_str(),
+                    ggml_profile_op_totals(r.profile).c_str(), ggml_profile_summary(r.profile).c_str());
+        }
     }
     return 0;
 }

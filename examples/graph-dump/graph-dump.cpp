@@ -7,17 +7,25 @@
 //   graph-dump -m model.gguf -n 32 -o /tmp/llama [-ngl N] [-c N] [--svg]
 //       one Llama step of n tokens (32: a prompt batch, 1: a decode step) as planned by the
 //       scheduler: backend per node, splits, buffer offsets
+//   graph-dump -m model.gguf -n 1 --profile [-d DEPTH] [-r REPS] [-t THREADS] [--top N] -o /tmp/llama --svg
+//       the same step run for real after a warm-up, REPS times with per-node timing (median kept): the dump gains
+//       each node's time, GB/s, TFLOP/s and % of roofline (the SVG colours nodes by time), and the top nodes, the
+//       totals per op and the time outside kernels are printed
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
+#include "ggml-cost.h"
 #include "ggml-dump.h"
 #include "ggml.h"
 #include "llm.h"
+#include "roofline.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -90,7 +98,65 @@ void fill_random(ggml_tensor * t, std::mt19937 & rng, float scale) {
 }
 
 void usage(const char * argv0) {
-    std::fprintf(stderr, "usage: %s [-o PREFIX] [--svg] [--sched] [-m MODEL.gguf [-n TOKENS] [-ngl N] [-c N]]\n", argv0);
+    std::fprintf(stderr,
+                 "usage: %s [-o PREFIX] [--svg] [--sched] [-m MODEL.gguf [-n TOKENS] [-ngl N] [-c N]\n"
+                 "          [--profile [-d DEPTH] [-r REPS] [-t THREADS] [--top N]]]\n",
+                 argv0);
+}
+
+struct profile_opts {
+    bool on = false;
+    int depth = 0;     // tokens in the cache before the profiled step
+    int reps = 5;      // profiled steps (the median per node is kept)
+    int n_threads = 0; // 0: all cores
+    int top = 25;      // rows of the top-nodes table
+};
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+}
+
+bool decode_random(llm_context * ctx, int n, std::mt19937 & rng, int n_vocab, std::string & err) {
+    std::vector<int32_t> toks(n);
+    for (auto & t : toks)
+        t = (int32_t)(rng() % (uint32_t)n_vocab);
+    return llm_decode(ctx, toks.data(), n, &err);
+}
+
+// A real step of n_tokens at the given depth, after a warm-up: po.reps times with profiling off (the step's wall
+// time) and on (per-node times), alternating; decode steps follow each other in the cache (the graph is reused, as
+// in generation), a prompt step is taken back out of the cache after each run.
+bool profile_step(llm_context * ctx, int n_vocab, int n_tokens, const profile_opts & po, ggml_profile & out,
+                  std::string & err) {
+    std::mt19937 rng(1234);
+    if (po.depth > 0 && !decode_random(ctx, po.depth, rng, n_vocab, err)) return false;
+    const bool prompt = n_tokens > 1;
+    auto rewind = [&] {
+        if (prompt) llm_kv_remove(ctx, po.depth, llm_n_past(ctx));
+    };
+    if (!decode_random(ctx, n_tokens, rng, n_vocab, err)) return false; // warm-up
+    rewind();
+    ggml_backend_sched_t sched = llm_get_sched(ctx);
+    std::vector<double> walls;
+    std::vector<ggml_profile> runs;
+    for (int r = 0; r < po.reps; ++r) {
+        const int64_t t0 = ggml_time_us();
+        if (!decode_random(ctx, n_tokens, rng, n_vocab, err)) return false;
+        walls.push_back((double)(ggml_time_us() - t0));
+        rewind();
+        ggml_backend_sched_set_profile(sched, true);
+        const bool ok = decode_random(ctx, n_tokens, rng, n_vocab, err);
+        ggml_backend_sched_set_profile(sched, false);
+        if (!ok) return false;
+        runs.push_back(*ggml_backend_sched_get_profile(sched));
+        if (r + 1 < po.reps) rewind(); // the last one stays: its graph is the one dumped
+    }
+    out = ggml_profile_median(runs);
+    out.step_us = median(walls);
+    out.step_what = "llm_decode of " + std::to_string(n_tokens) + " token(s) at depth " + std::to_string(po.depth) +
+                    ", profiling off, median of " + std::to_string(po.reps);
+    return true;
 }
 
 bool write_svg(const std::string & prefix) {
@@ -107,8 +173,9 @@ bool write_svg(const std::string & prefix) {
     return true;
 }
 
-// one step of a Llama model, through the model's own graph builder and scheduler
-int dump_model(const std::string & model_path, int n_tokens, int ngl, int n_ctx, const std::string & prefix, bool svg) {
+// one step of a Llama model, through the model's own graph builder and scheduler (with po.on: run and profiled)
+int dump_model(const std::string & model_path, int n_tokens, int ngl, int n_ctx, const std::string & prefix, bool svg,
+               const profile_opts & po) {
     std::string err;
     llm_model_params mp;
     mp.n_gpu_layers = ngl;
@@ -120,8 +187,37 @@ int dump_model(const std::string & model_path, int n_tokens, int ngl, int n_ctx,
     llm_context_params cp;
     cp.n_ctx = n_ctx;
     cp.n_batch = std::max(n_tokens, 1);
+    cp.n_threads = po.n_threads;
+    if (po.on) { // room for the depth, the warm-up and the steps (decode steps stay in the cache)
+        cp.n_ctx = std::max(n_ctx, po.depth + (n_tokens > 1 ? n_tokens : 1 + 2 * po.reps));
+    }
     llm_context * ctx = llm_context_new(model, cp, &err);
-    const bool ok = ctx && llm_dump_graph(ctx, n_tokens, prefix.c_str(), &err);
+    bool ok = ctx != nullptr;
+    if (ok && po.on) {
+        ggml_profile prof;
+        ok = profile_step(ctx, llm_model_hparams(model).n_vocab, n_tokens, po, prof, err);
+        ggml_cgraph * gf = ok ? llm_last_graph(ctx) : nullptr;
+        if (ok && !gf) {
+            err = "the profiled step's graph is gone";
+            ok = false;
+        }
+        if (ok) {
+            roofline_cache roofs;
+            roofline_apply(prof, cp.n_threads > 0 ? cp.n_threads : (int)std::thread::hardware_concurrency(), roofs);
+            ggml_dump_info info;
+            info.sched = llm_get_sched(ctx);
+            info.profile = &prof;
+            const std::string title = llm_model_desc(model) + ", " + std::to_string(n_tokens) +
+                                      " token(s) at depth " + std::to_string(po.depth) + ", profiled";
+            info.title = title.c_str();
+            ok = ggml_graph_dump_files(gf, &info, prefix, &err);
+            std::printf("top %d of %zu timed nodes (%s):\n%s\n%s\n%s", po.top, prof.nodes.size(), title.c_str(),
+                        ggml_profile_table(prof, po.top).c_str(), ggml_profile_op_totals(prof).c_str(),
+                        ggml_profile_summary(prof).c_str());
+        }
+    } else if (ok) {
+        ok = llm_dump_graph(ctx, n_tokens, prefix.c_str(), &err);
+    }
     if (!ok) std::fprintf(stderr, "error: %s\n", err.c_str());
     if (ok) std::printf("wrote %s.dot and %s.json (%s, %d tokens)\n", prefix.c_str(), prefix.c_str(),
                         llm_model_desc(model).c_str(), n_tokens);
@@ -148,6 +244,7 @@ int main(int argc, char ** argv) {
     bool svg = false, use_sched = false;
     std::string model_path;
     int model_tokens = 32, ngl = 0, n_ctx = 512;  // -m mode only; the demo block has n_tokens
+    profile_opts po;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "-o") && i + 1 < argc)
             prefix = argv[++i];
@@ -163,6 +260,16 @@ int main(int argc, char ** argv) {
             svg = true;
         else if (!std::strcmp(argv[i], "--sched"))
             use_sched = true;
+        else if (!std::strcmp(argv[i], "--profile"))
+            po.on = true;
+        else if (!std::strcmp(argv[i], "-d") && i + 1 < argc)
+            po.depth = int_arg("-d", argv[++i], 0, 1 << 24);
+        else if (!std::strcmp(argv[i], "-r") && i + 1 < argc)
+            po.reps = int_arg("-r", argv[++i], 1, 1000);
+        else if (!std::strcmp(argv[i], "-t") && i + 1 < argc)
+            po.n_threads = int_arg("-t", argv[++i], 1, 1024);
+        else if (!std::strcmp(argv[i], "--top") && i + 1 < argc)
+            po.top = int_arg("--top", argv[++i], 1, 1 << 20);
         else if (!std::strcmp(argv[i], "-h") || !std::strcmp(argv[i], "--help")) {
             usage(argv[0]);
             return 0;
@@ -172,7 +279,11 @@ int main(int argc, char ** argv) {
         }
     }
 
-    if (!model_path.empty()) return dump_model(model_path, model_tokens, ngl, n_ctx, prefix, svg);
+    if (po.on && model_path.empty()) {
+        std::fprintf(stderr, "error: --profile needs a model (-m)\n");
+        return 1;
+    }
+    if (!model_path.empty()) return dump_model(model_path, model_tokens, ngl, n_ctx, prefix, svg, po);
 
     ggml_backend_t cpu = ggml_backend_cpu_init();
     ggml_backend_cpu_set_n_threads(cpu, 2);

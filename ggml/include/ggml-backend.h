@@ -104,6 +104,11 @@ struct ggml_backend_i {
     // optional async copies host <-> backend (nullptr: the buffer's set/get are used)
     void (*set_tensor_async)(ggml_backend_t backend, ggml_tensor * t, const void * data, size_t offset, size_t size);
     void (*get_tensor_async)(ggml_backend_t backend, const ggml_tensor * t, void * data, size_t offset, size_t size);
+    // optional (nullptr: the scheduler times a profiled split as a whole): compute gf as graph_compute does,
+    // timing each node or group of nodes, and once done (synchronised) call rec(user, i, n, us) for each: nodes
+    // [i, i + n) of gf took us microseconds. Only called while profiling (ggml_backend_sched_set_profile).
+    ggml_status (*graph_compute_profile)(ggml_backend_t backend, ggml_cgraph * gf,
+                                         void (*rec)(void * user, int i, int n, double us), void * user);
 };
 struct ggml_backend {
     ggml_backend_i iface;
@@ -155,3 +160,13 @@ void ggml_backend_sched_set_tensor_backend(ggml_backend_sched_t sched, ggml_tens
 ggml_backend_t ggml_backend_sched_get_tensor_backend(ggml_backend_sched_t sched, const ggml_tensor * t);
 // The backend owning a tensor's buffer, or nullptr.
 ggml_backend_t ggml_backend_sched_get_buffer_backend(ggml_backend_sched_t sched, ggml_backend_buffer_t buf);
+
+// ---- profiling (ggml-cost.h) --------------------------------------------------------------------------
+// While on, each ggml_backend_sched_graph_compute records the time of every computing node (CPU: a timestamp
+// per node in the thread pool; CUDA: an eager run without CUDA graphs, an event after each launch or fused
+// group), its modelled bytes and FLOPs, the input copies between backends and the call's wall time. Off (the
+// default): nothing is recorded and the compute path is the usual one.
+struct ggml_profile;
+void ggml_backend_sched_set_profile(ggml_backend_sched_t sched, bool on);
+// The records of the last compute run while profiling was on; nullptr before any.
+const ggml_profile * ggml_backend_sched_get_profile(ggml_backend_sched_t sched);

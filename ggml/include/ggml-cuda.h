@@ -33,6 +33,9 @@ bool ggml_backend_is_cuda(ggml_backend_t backend);
 // (the roofline denominator of memory-bound decode; stable on a GPU, measure it once). 0 (with a logged
 // reason) when the device does not exist or the memory cannot be allocated.
 double ggml_backend_cuda_copy_bandwidth_gbs(int device, size_t bytes = 0, int reps = 20);
+// Peak dense throughput of `device` in TFLOP/s: f32 (FFMA), f16 and int8 tensor cores, as SMs x maximum SM clock
+// x FLOP per clock per SM of its architecture (the table in cuda/profile.cu). False (all 0) for no device.
+bool ggml_backend_cuda_peak_tflops(int device, double * f32, double * f16, double * int8);
 
 // CUDA-graph counters of a CUDA backend since init: launches of an unchanged graph (replay),
 // re-captures folded into an existing executable (update), and fresh instantiations.

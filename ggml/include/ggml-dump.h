@@ -16,12 +16,18 @@
 //   "edges":  [{"from","to","slot"}]  (slot -1: an input copy from its origin),
 //   "buffers":[{"name","buft","usage","size","host"}],
 //   "splits": [{"index","backend","i_start","i_end","inputs":[{"from","copy"}]}],
-//   "alloc":  {"planned_size","naive_size"} (with a gallocr)}
+//   "alloc":  {"planned_size","naive_size"} (with a gallocr),
+//   "profile": {"wall_us","step_us","kernels_us","copy_us","outside_us","rooflines":[...]} (with a profile)}
 // Offsets are bytes from the tensor's buffer base; -1 where a tensor has no memory yet.
+// With a profile (ggml-cost.h) every node also has "us","gbs","tflops","roofline_pct","bytes","flops" (null
+// where not timed: views; the nodes of a fused group after its first name it in "fused_into"), and the DOT
+// colours timed nodes by their time (white to red: the longest, on a square-root scale) and labels them with
+// time, share of the step and % of roofline.
 #pragma once
 
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
+#include "ggml-cost.h"
 #include "ggml.h"
 
 #include <string>
@@ -30,6 +36,7 @@ struct ggml_dump_info {
     ggml_gallocr_t galloc = nullptr;      // the allocator that planned gf (offsets, in-place marks)
     ggml_backend_sched_t sched = nullptr; // or the scheduler that assigned gf (backends, splits, copies)
     const char * title = nullptr;         // graph label
+    const ggml_profile * profile = nullptr; // measured times of gf's nodes (ggml_backend_sched_get_profile)
 };
 
 // info may be nullptr (shapes and edges only).

@@ -382,6 +382,11 @@ ggml_tensor * ggml_argmax(ggml_context * ctx, ggml_tensor * a);  // f32 [n, rows
 // params: f32 scale, i32 causal_n_past (-1: none; else key j is visible to query i iff j <= n_past + i)
 ggml_tensor * ggml_flash_attn_ext(ggml_context * ctx, ggml_tensor * q, ggml_tensor * k, ggml_tensor * v,
                                   ggml_tensor * mask, float scale, int causal_n_past);
+// Hints for the kernels (i32 op params 2 and 3), not a change of the result: the queries come from n_seq
+// sequences (default 1), and with shared = true the keys are a cache shared by several sequences, so that each
+// query sees only its own sequence's few keys among the n_kv (its mask row is mostly -inf). Kernels then find
+// each query's visible key range from the mask and skip the rest, per query when n_seq is large.
+void          ggml_flash_attn_ext_set_seqs(ggml_tensor * fa, int n_seq, bool shared);
 
 // ---------------------------------------------------------------------------------------------
 // Graphs.

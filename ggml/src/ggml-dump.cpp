@@ -11,6 +11,7 @@ using json = nlohmann::ordered_json;
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -43,7 +44,29 @@ struct dump_ctx {
     std::vector<tensor_rec> recs;
     std::unordered_map<const ggml_tensor *, size_t> by_tensor;
     std::vector<const ggml_backend_buffer *> buffers;
+    std::vector<int> prof_rec; // per graph node: its profile record, -1: none
+    double prof_max_us = 0;    // the longest record
 };
+
+const ggml_profile * profile_of(const dump_ctx & d) { return d.info ? d.info->profile : nullptr; }
+
+// the record of graph node i (a fused group's record for each of its nodes), or nullptr
+const ggml_profile_node * node_prof(const dump_ctx & d, int i) {
+    if (i < 0 || i >= (int)d.prof_rec.size() || d.prof_rec[i] < 0) return nullptr;
+    return &profile_of(d)->nodes[d.prof_rec[i]];
+}
+
+void map_profile(dump_ctx & d) {
+    const ggml_profile * p = profile_of(d);
+    if (!p) return;
+    d.prof_rec.assign(d.gf->n_nodes, -1);
+    for (size_t r = 0; r < p->nodes.size(); ++r) {
+        const ggml_profile_node & n = p->nodes[r];
+        for (int k = std::max(n.node, 0); k < n.node + n.n_nodes && k < d.gf->n_nodes; ++k)
+            d.prof_rec[k] = (int)r;
+        d.prof_max_us = std::max(d.prof_max_us, n.us);
+    }
+}
 
 const char * usage_name(ggml_backend_buffer_usage u) {
     switch (u) {
@@ -148,6 +171,14 @@ void collect(dump_ctx & d) {
     }
 }
 
+// white (no time) to red (the longest record), on a square-root scale (a step's nodes span orders of magnitude)
+std::string heat_color(double share) {
+    const int gb = (int)std::lround(255.0 * (1.0 - std::sqrt(std::clamp(share, 0.0, 1.0))));
+    char buf[16];
+    std::snprintf(buf, sizeof(buf), "#ff%02x%02x", gb, gb);
+    return buf;
+}
+
 std::string dims(const int64_t * v) {
     std::string s = "[";
     for (int i = 0; i < GGML_MAX_DIMS; ++i)
@@ -210,14 +241,26 @@ json tensor_json(const dump_ctx & d, const tensor_rec & r) {
         srcs.push_back(it != d.by_tensor.end() ? d.recs[it->second].id : std::string("?"));
     }
     j["src"] = srcs;
+    if (profile_of(d) && r.kind == "node") {
+        const ggml_profile_node * p = node_prof(d, r.index);
+        const bool first = p && p->node == r.index;
+        if (p && !first) j["fused_into"] = make_id('n', p->node);
+        j["us"] = first ? json(p->us) : json(nullptr);
+        j["gbs"] = first ? json(p->gbs()) : json(nullptr);
+        j["tflops"] = first ? json(p->tflops()) : json(nullptr);
+        j["roofline_pct"] = first && p->roof_us > 0 ? json(p->roofline_pct()) : json(nullptr);
+        j["bytes"] = first ? json(p->cost.bytes()) : json(nullptr);
+        j["flops"] = first ? json(p->cost.flops) : json(nullptr);
+    }
     return j;
 }
 
 } // namespace
 
 std::string ggml_graph_dump_json(const ggml_cgraph * gf, const ggml_dump_info * info) {
-    dump_ctx d{gf, info, {}, {}, {}};
+    dump_ctx d{gf, info, {}, {}, {}, {}, 0};
     collect(d);
+    map_profile(d);
     json j;
     j["title"] = info && info->title ? info->title : "";
     j["n_nodes"] = gf->n_nodes;
@@ -265,6 +308,22 @@ std::string ggml_graph_dump_json(const ggml_cgraph * gf, const ggml_dump_info * 
         }
     }
     j["n_splits"] = n_splits;
+    if (const ggml_profile * p = profile_of(d)) {
+        json roofs = json::array();
+        for (const auto & [backend, r] : p->rooflines) {
+            roofs.push_back({{"backend", backend},
+                             {"bw_gbs", r.bw_gbs},
+                             {"peak_tflops",
+                              {{"f32", r.peak_tflops[GGML_PEAK_F32]},
+                               {"f16", r.peak_tflops[GGML_PEAK_F16]},
+                               {"int8", r.peak_tflops[GGML_PEAK_INT8]}}},
+                             {"source", r.source}});
+        }
+        j["profile"] = {{"wall_us", p->wall_us},       {"step_us", p->step_us},
+                        {"step_what", p->step_what},   {"kernels_us", p->kernel_us()},
+                        {"copy_us", p->copy_us},       {"outside_us", p->ref_us() - p->kernel_us()},
+                        {"n_records", p->nodes.size()}, {"rooflines", roofs}};
+    }
     if (info && info->galloc) {
         j["alloc"] = {{"planned_size", ggml_gallocr_get_buffer_size(info->galloc)},
                       {"naive_size",
@@ -275,8 +334,9 @@ std::string ggml_graph_dump_json(const ggml_cgraph * gf, const ggml_dump_info * 
 }
 
 std::string ggml_graph_dump_dot(const ggml_cgraph * gf, const ggml_dump_info * info) {
-    dump_ctx d{gf, info, {}, {}, {}};
+    dump_ctx d{gf, info, {}, {}, {}, {}, 0};
     collect(d);
+    map_profile(d);
     std::ostringstream o;
     o << "digraph ggml_graph {\n  rankdir=TB;\n  node [fontname=\"monospace\", fontsize=10];\n"
       << "  edge [fontname=\"monospace\", fontsize=8];\n";
@@ -297,6 +357,20 @@ std::string ggml_graph_dump_dot(const ggml_cgraph * gf, const ggml_dump_info * i
         if (r.inplace) label += "\nin-place";
         if (t->view_src) label += "\nview of " + std::string(t->view_src->name) + " +" + std::to_string(t->view_offs);
         if (t->flags & GGML_TENSOR_FLAG_OUTPUT) label += "\nOUTPUT";
+        const ggml_profile_node * prof = r.kind == "node" ? node_prof(d, r.index) : nullptr;
+        if (prof && prof->node == r.index) {
+            const double ref = profile_of(d)->ref_us();
+            char buf[96];
+            std::snprintf(buf, sizeof(buf), "\n%.1f us (%.1f%%)", prof->us, ref > 0 ? 100.0 * prof->us / ref : 0.0);
+            label += buf;
+            if (prof->roof_us > 0) {
+                std::snprintf(buf, sizeof(buf), ", %.0f%% of roofline", prof->roofline_pct());
+                label += buf;
+            }
+            if (prof->n_nodes > 1) label += "\nfused: " + prof->label;
+        } else if (prof) {
+            label += "\nin #" + std::to_string(prof->node) + "'s group";
+        }
         std::string style;
         if (r.kind == "weight")
             style = "shape=box, style=filled, fillcolor=\"#f5deb3\"";
@@ -312,6 +386,11 @@ std::string ggml_graph_dump_dot(const ggml_cgraph * gf, const ggml_dump_info * i
             style = "shape=box, style=\"rounded,filled,bold\", fillcolor=\"#caffbf\"";
         else
             style = "shape=box, style=\"rounded,filled\", fillcolor=\"#ffffff\"";
+        if (prof) {
+            const double share = d.prof_max_us > 0 ? prof->us / d.prof_max_us : 0;
+            style = "shape=box, style=\"rounded,filled" + std::string(r.inplace ? ",bold" : "") +
+                    "\", fillcolor=\"" + heat_color(share) + "\"" + (share > 0.4 ? ", fontcolor=\"white\"" : "");
+        }
         o << "    " << r.id << " [label=\"" << dot_escape(label) << "\", " << style << "];\n";
     };
     // clusters: one per split with a scheduler, else one per backend/buffer name

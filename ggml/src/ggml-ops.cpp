@@ -203,7 +203,15 @@ static ggml_tensor * soft_max_impl(ggml_context * ctx, ggml_tensor * a, ggml_ten
     ggml_tensor * t = new_op(ctx, GGML_OP_SOFT_MAX, GGML_TYPE_F32, a->ne, a, mask);
     ggml_set_op_params_f32(t, 0, scale);
     ggml_set_op_params_i32(t, 1, causal_n_past);
+    ggml_set_op_params_i32(t, 2, 1);
+    ggml_set_op_params_i32(t, 3, 0);
     return t;
+}
+
+void ggml_flash_attn_ext_set_seqs(ggml_tensor * fa, int n_seq, bool shared) {
+    GGML_ASSERT(fa->op == GGML_OP_FLASH_ATTN_EXT && n_seq >= 1);
+    ggml_set_op_params_i32(fa, 2, n_seq);
+    ggml_set_op_params_i32(fa, 3, shared ? 1 : 0);
 }
 ggml_tensor * ggml_soft_max(ggml_context * ctx, ggml_tensor * a) { return soft_max_impl(ctx, a, nullptr, 1.0f, -1); }
 ggml_tensor * ggml_soft_max_ext(ggml_context * ctx, ggml_tensor * a, ggml_tensor * mask, float scale) {

@@ -6,13 +6,16 @@
 // its backend's graph_compute. Inputs that live elsewhere are copied into tensors of the split
 // backend's compute buffer; the consuming nodes' src pointers are redirected to the copies only
 // while the scheduler plans or runs the graph, so between calls the caller's graph is untouched
-// (and may be freed before ggml_backend_sched_reset).
+// (and may be freed before ggml_backend_sched_reset). While profiling (ggml_backend_sched_set_profile) a compute
+// runs through sched_compute_profiled: every split synchronised and timed per node by its backend.
 #include "ggml-alloc.h"
 #include "ggml-backend-impl.h"
 #include "ggml-backend.h"
+#include "ggml-cost.h"
 #include "ggml-impl.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -49,6 +52,11 @@ struct ggml_backend_sched {
     int cur_n_nodes = 0;
     bool is_alloc = false;
     int n_copies = 0;
+
+    bool profile = false;  // ggml_backend_sched_set_profile
+    bool has_prof = false; // prof holds a profiled compute
+    ggml_profile prof;
+    std::vector<int> prof_backend; // backend of each of prof's records
 };
 
 static const ggml_tensor * tensor_root(const ggml_tensor * t) {
@@ -447,10 +455,13 @@ static bool sched_graph_is_current(ggml_backend_sched_t sched, const ggml_cgraph
     return true;
 }
 
+static ggml_status sched_compute_profiled(ggml_backend_sched_t sched, ggml_cgraph * gf);
+
 ggml_status ggml_backend_sched_graph_compute(ggml_backend_sched_t sched, ggml_cgraph * gf) {
     if (!sched_graph_is_current(sched, gf)) {
         if (!ggml_backend_sched_alloc_graph(sched, gf)) return GGML_STATUS_ALLOC_FAILED;
     }
+    if (sched->profile) return sched_compute_profiled(sched, gf);
     rewrites_apply(sched);
     for (size_t si = 0; si < sched->splits.size(); ++si) {
         const auto & s = sched->splits[si];
@@ -472,6 +483,108 @@ ggml_status ggml_backend_sched_graph_compute(ggml_backend_sched_t sched, ggml_cg
     for (auto * b : sched->backends)
         ggml_backend_synchronize(b);
     return GGML_STATUS_SUCCESS;
+}
+
+// ---- profiling ---------------------------------------------------------------------------------------
+static double now_us() {
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct sched_prof_split {
+    ggml_backend_sched_t sched;
+    int i_start;     // the split's first node in the graph
+    int backend_id;
+};
+
+// a backend's record: nodes [i, i + n) of the split took us (kept raw: the records are filled in after the wall
+// time is taken)
+static void sched_prof_record(void * user, int i, int n, double us) {
+    const auto & ps = *(const sched_prof_split *)user;
+    ggml_profile_node r;
+    r.node = ps.i_start + i;
+    r.n_nodes = n;
+    r.us = us;
+    ps.sched->prof.nodes.push_back(std::move(r));
+    ps.sched->prof_backend.push_back(ps.backend_id);
+}
+
+// name, op, shapes, types, backend and summed cost of each raw record of gf
+static void sched_prof_fill(ggml_backend_sched_t sched, const ggml_cgraph * gf) {
+    for (size_t i = 0; i < sched->prof.nodes.size(); ++i) {
+        ggml_profile_node & r = sched->prof.nodes[i];
+        r.backend = ggml_backend_name(sched->backends[sched->prof_backend[i]]);
+        for (int k = r.node; k < r.node + r.n_nodes && k < gf->n_nodes; ++k) {
+            const ggml_tensor * t = gf->nodes[k];
+            if (k == r.node) {
+                r.name = t->name;
+                r.op = t->op;
+                r.type = t->type;
+                r.src0_type = t->src[0] ? t->src[0]->type : GGML_TYPE_COUNT;
+                r.src1_type = t->src[1] ? t->src[1]->type : GGML_TYPE_COUNT;
+                std::copy(t->ne, t->ne + GGML_MAX_DIMS, r.ne);
+            }
+            if (t->op == GGML_OP_NONE || ggml_is_view_op(t->op)) continue;
+            const ggml_cost c = ggml_op_cost(t); // (input copies have their origin's shape and type)
+            r.cost.bytes_read += c.bytes_read;
+            r.cost.bytes_written += c.bytes_written;
+            r.cost.flops += c.flops;
+            if (c.peak != GGML_PEAK_F32 || r.label.empty()) r.cost.peak = c.peak;
+            r.label += (r.label.empty() ? "" : "+") + std::string(ggml_op_symbol(t->op));
+        }
+    }
+}
+
+// As ggml_backend_sched_graph_compute, with every backend synchronised after its split and each split timed by
+// its backend's graph_compute_profile (per node or fused group) or as a whole.
+static ggml_status sched_compute_profiled(ggml_backend_sched_t sched, ggml_cgraph * gf) {
+    ggml_profile & p = sched->prof;
+    p = ggml_profile();
+    p.nodes.reserve(gf->n_nodes);
+    sched->prof_backend.clear();
+    sched->has_prof = true;
+    p.n_graph_nodes = gf->n_nodes;
+    const double t0 = now_us();
+    rewrites_apply(sched);
+    ggml_status st = GGML_STATUS_SUCCESS;
+    for (size_t si = 0; si < sched->splits.size() && st == GGML_STATUS_SUCCESS; ++si) {
+        const auto & s = sched->splits[si];
+        ggml_backend_t backend = sched->backends[s.backend_id];
+        if (!s.inputs.empty()) {
+            const double tc = now_us();
+            ggml_backend_synchronize(backend);
+            for (size_t k = 0; k < s.inputs.size(); ++k) {
+                const int sb = mem_backend_id(sched, s.inputs[k]);
+                if (sb >= 0) ggml_backend_synchronize(sched->backends[sb]);
+                ggml_backend_tensor_copy(s.inputs[k], s.input_copies[k]);
+            }
+            ggml_backend_synchronize(backend);
+            p.copy_us += now_us() - tc;
+        }
+        sched_prof_split ps{sched, s.i_start, s.backend_id};
+        ggml_cgraph * g = &sched->split_graphs[si];
+        if (backend->iface.graph_compute_profile) {
+            st = backend->iface.graph_compute_profile(backend, g, sched_prof_record, &ps);
+        } else {
+            const double ts = now_us();
+            st = backend->iface.graph_compute(backend, g);
+            ggml_backend_synchronize(backend);
+            sched_prof_record(&ps, 0, g->n_nodes, now_us() - ts);
+        }
+        if (st != GGML_STATUS_SUCCESS)
+            GGML_LOG_ERROR("%s: split %zu on %s failed (%d)\n", __func__, si, ggml_backend_name(backend), (int)st);
+    }
+    rewrites_undo(sched);
+    for (auto * b : sched->backends)
+        ggml_backend_synchronize(b);
+    p.wall_us = now_us() - t0;
+    sched_prof_fill(sched, gf);
+    return st;
+}
+
+void ggml_backend_sched_set_profile(ggml_backend_sched_t sched, bool on) { sched->profile = on; }
+
+const ggml_profile * ggml_backend_sched_get_profile(ggml_backend_sched_t sched) {
+    return sched->has_prof ? &sched->prof : nullptr;
 }
 
 int ggml_backend_sched_get_n_splits(ggml_backend_sched_t sched) { return (int)sched->splits.size(); }

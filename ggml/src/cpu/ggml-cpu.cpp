@@ -3,13 +3,15 @@
 //
 // A graph runs as one thread-pool job: every thread walks the node list, calls each kernel with
 // its ith, and meets the others at a barrier after each node. View ops, NONE and empty nodes are
-// skipped. Kernels share one scratch block sized max over nodes of ggml_cpu_op_work_size.
+// skipped. Kernels share one scratch block sized max over nodes of ggml_cpu_op_work_size. A profiled run
+// (ggml_backend_sched_set_profile) has thread 0 take a timestamp after each node's barrier.
 #include "ggml-backend.h"
 #include "ggml-impl.h"
 #include "ops.h"
 #include "threadpool.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -52,9 +54,22 @@ static bool cpu_graph_is_small(const ggml_cgraph * gf, int64_t serial_below) {
     return n < serial_below;
 }
 
-// serial_below: see cpu_graph_is_small (0: always the whole pool)
+// A profiled run (ggml_backend_i::graph_compute_profile): the graph index of each node run, and the time
+// thread 0 saw when all threads were done with it.
+struct cpu_profile {
+    std::vector<int> index;
+    std::vector<int64_t> ts_ns; // [0]: all threads started; [i + 1]: node i done
+};
+
+static int64_t cpu_now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+// serial_below: see cpu_graph_is_small (0: always the whole pool). prof: nullptr, or filled as above (a profiled
+// run adds a barrier before the first node and after the last, so each node's time is all threads' time on it).
 static ggml_status cpu_graph_compute(ggml_cpu_threadpool & tp, ggml_cpu_work_buffer & work, ggml_cgraph * gf,
-                                     int64_t serial_below) {
+                                     int64_t serial_below, cpu_profile * prof = nullptr) {
     const int nth = cpu_graph_is_small(gf, serial_below) ? 1 : tp.n_threads();
     std::vector<ggml_tensor *> nodes;
     nodes.reserve(gf->n_nodes);
@@ -78,6 +93,7 @@ static ggml_status cpu_graph_compute(ggml_cpu_threadpool & tp, ggml_cpu_work_buf
         }
         wsize = std::max(wsize, ggml_cpu_op_work_size(t, nth));
         nodes.push_back(t);
+        if (prof) prof->index.push_back(i);
     }
     if (!work.reserve(wsize)) {
         GGML_LOG_ERROR("%s: cannot allocate %zu bytes of scratch\n", __func__, wsize);
@@ -86,6 +102,11 @@ static ggml_status cpu_graph_compute(ggml_cpu_threadpool & tp, ggml_cpu_work_buf
     if (nodes.empty()) return GGML_STATUS_SUCCESS;
 
     void * wdata = work.data;
+    int64_t * ts = nullptr;
+    if (prof) {
+        prof->ts_ns.assign(nodes.size() + 1, 0);
+        ts = prof->ts_ns.data();
+    }
     auto job = [&](int ith) {
         ggml_cpu_params p;
         p.ith = ith;
@@ -94,9 +115,17 @@ static ggml_status cpu_graph_compute(ggml_cpu_threadpool & tp, ggml_cpu_work_buf
         p.wsize = wsize;
         p.barrier = nth > 1 ? std::function<void()>([&tp] { tp.barrier(); }) : [] {};
         p.counter = nth > 1 ? tp.counter() : nullptr;
+        if (ts) {
+            if (nth > 1) tp.barrier(); // the pool's wake-up is not the first node's time
+            if (ith == 0) ts[0] = cpu_now_ns();
+        }
         for (size_t i = 0; i < nodes.size(); ++i) {
             ggml_cpu_compute_node(p, nodes[i]);
             if (nth > 1 && i + 1 < nodes.size()) tp.barrier();
+            if (ts) { // profiling only: one predictable branch per node otherwise
+                if (nth > 1 && i + 1 == nodes.size()) tp.barrier();
+                if (ith == 0) ts[i + 1] = cpu_now_ns();
+            }
         }
     };
     if (nth == 1)
@@ -198,13 +227,27 @@ static void cpu_backend_free(ggml_backend_t backend) {
 static ggml_backend_buffer_type_t cpu_backend_get_default_buffer_type(ggml_backend_t) {
     return ggml_backend_cpu_buffer_type();
 }
-static ggml_status cpu_backend_graph_compute(ggml_backend_t backend, ggml_cgraph * gf) {
-    auto * ctx = (ggml_backend_cpu_context *)backend->context;
+static ggml_cpu_threadpool & cpu_backend_pool(ggml_backend_cpu_context * ctx) {
     if (!ctx->pool || ctx->pool->n_threads() != ctx->n_threads) {
         ctx->pool.reset();
         ctx->pool = std::make_unique<ggml_cpu_threadpool>(ctx->n_threads);
     }
-    return cpu_graph_compute(*ctx->pool, ctx->work, gf, ctx->serial_below);
+    return *ctx->pool;
+}
+static ggml_status cpu_backend_graph_compute(ggml_backend_t backend, ggml_cgraph * gf) {
+    auto * ctx = (ggml_backend_cpu_context *)backend->context;
+    return cpu_graph_compute(cpu_backend_pool(ctx), ctx->work, gf, ctx->serial_below);
+}
+// ggml_backend_i::graph_compute_profile: a time per node (cpu_graph_compute's timestamps)
+static ggml_status cpu_backend_graph_compute_profile(ggml_backend_t backend, ggml_cgraph * gf,
+                                                     void (*rec)(void *, int, int, double), void * user) {
+    auto * ctx = (ggml_backend_cpu_context *)backend->context;
+    cpu_profile prof;
+    const ggml_status st = cpu_graph_compute(cpu_backend_pool(ctx), ctx->work, gf, ctx->serial_below, &prof);
+    if (st != GGML_STATUS_SUCCESS) return st;
+    for (size_t i = 0; i < prof.index.size() && i + 1 < prof.ts_ns.size(); ++i)
+        rec(user, prof.index[i], 1, (prof.ts_ns[i + 1] - prof.ts_ns[i]) * 1e-3);
+    return st;
 }
 static bool cpu_backend_supports_op(ggml_backend_t, const ggml_tensor * op) { return ggml_cpu_supports_op(op); }
 static bool cpu_backend_supports_buft(ggml_backend_t, ggml_backend_buffer_type_t buft) {
@@ -220,6 +263,7 @@ ggml_backend_t ggml_backend_cpu_init() {
     iface.free = cpu_backend_free;
     iface.get_default_buffer_type = cpu_backend_get_default_buffer_type;
     iface.graph_compute = cpu_backend_graph_compute;
+    iface.graph_compute_profile = cpu_backend_graph_compute_profile;
     iface.supports_op = cpu_backend_supports_op;
     iface.supports_buft = cpu_backend_supports_buft;
     iface.synchronize = nullptr;

@@ -24,7 +24,7 @@ static __global__ void k_cpy(const char * src, char * dst, cuda_shape ss, cuda_s
     *(Td *)(dst + flat_offset(i, ds)) = from_f32<Td>(to_f32<Ts>(v));
 }
 
-// Quantized shapes: ne0 counts elements, nb0 is the block size; block b covers elements 32b..32b+31.
+// Block-type shapes: ne0 counts elements, nb0 is the block size; block b covers elements 32b..32b+31.
 static __device__ __forceinline__ int64_t flat_block_offset(int64_t b, const cuda_shape & s) {
     int64_t r, i0, i1, i2, i3;
     divmod(b, s.ne[0] / 32, r, i0);
@@ -32,36 +32,49 @@ static __device__ __forceinline__ int64_t flat_block_offset(int64_t b, const cud
     return i0 * s.nb[0] + i1 * s.nb[1] + i2 * s.nb[2] + i3 * s.nb[3];
 }
 
-// float -> q8_0: one warp per block, one lane per value
-template <typename Ts>
-static __global__ void k_quantize_q8_0(const char * src, char * dst, cuda_shape ss, cuda_shape ds, int64_t nblk) {
+// float -> q8_0 / q4_0: one warp per block, one lane per value (bit-identical to ggml's reference quantizers)
+template <typename Ts, ggml_type TYPE>
+static __global__ void k_quantize_blocks(const char * src, char * dst, cuda_shape ss, cuda_shape ds, int64_t nblk) {
     const int64_t b = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     const int l = threadIdx.x % 32;
-    if (b >= nblk) return;
+    if (b >= nblk) return; // whole warps leave together
     const float x = to_f32<Ts>(*(const Ts *)(src + flat_offset(b * 32 + l, ss)));
-    const float amax = warp_max(fabsf(x));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    cuda_block_q8_0 * y = (cuda_block_q8_0 *)(dst + flat_block_offset(b, ds));
-    y->qs[l] = (int8_t)roundf(x * id);
-    if (l == 0) y->d = __float2half_rn(d);
+    kvq_quantize<TYPE>(x, l, dst + flat_block_offset(b, ds));
 }
 
-// q8_0 -> float: one thread per value
-template <typename Td>
-static __global__ void k_dequantize_q8_0(const char * src, char * dst, cuda_shape ss, cuda_shape ds, int64_t n) {
+// q8_0 / q4_0 -> float: one thread per value
+template <ggml_type TYPE, typename Td>
+static __global__ void k_dequantize_blocks(const char * src, char * dst, cuda_shape ss, cuda_shape ds, int64_t n) {
     const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    const cuda_block_q8_0 * x = (const cuda_block_q8_0 *)(src + flat_block_offset(i / 32, ss));
-    *(Td *)(dst + flat_offset(i, ds)) = from_f32<Td>(__half2float(x->d) * x->qs[i % 32]);
+    *(Td *)(dst + flat_offset(i, ds)) = from_f32<Td>(kvq_value<TYPE>(src + flat_block_offset(i / 32, ss), (int)(i % 32)));
 }
 
-static __global__ void k_copy_q8_0(const char * src, char * dst, cuda_shape ss, cuda_shape ds, int64_t nblk) {
+// q8_0 / q4_0 -> f16, dst dense and 16-byte aligned (a quantized K/V span for the prompt attention): one thread per 8
+// values of one block, one 16-byte store
+template <ggml_type TYPE>
+static __global__ void k_dequantize_blocks_f16(const char * src, uint4 * dst, cuda_shape ss, int64_t n8) {
+    const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n8) return;
+    const char * blk = src + flat_block_offset(i / 4, ss);
+    const int j0 = (int)(i % 4) * 8;
+    uint4 out;
+    half2 * h = (half2 *)&out;
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+        h[j] = __floats2half2_rn(kvq_value<TYPE>(blk, j0 + 2 * j), kvq_value<TYPE>(blk, j0 + 2 * j + 1));
+    dst[i] = out;
+}
+
+// a block type into the same type: one thread per block
+template <int BYTES>
+static __global__ void k_copy_blocks(const char * src, char * dst, cuda_shape ss, cuda_shape ds, int64_t nblk) {
     const int64_t b = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (b >= nblk) return;
-    const char * x = src + flat_block_offset(b, ss);
-    char * y = dst + flat_block_offset(b, ds);
-    for (int j = 0; j < 34; ++j)
+    const uint16_t * x = (const uint16_t *)(src + flat_block_offset(b, ss)); // blocks are 2-byte aligned
+    uint16_t * y = (uint16_t *)(dst + flat_block_offset(b, ds));
+#pragma unroll
+    for (int j = 0; j < BYTES / 2; ++j)
         y[j] = x[j];
 }
 
@@ -97,10 +110,12 @@ cuda_shape ggml_cuda_contig_shape(ggml_type type, const int64_t * ne) {
 static bool is_float(ggml_type t) { return t == GGML_TYPE_F32 || t == GGML_TYPE_F16; }
 
 bool ggml_cuda_cpy_supported(ggml_type st, ggml_type dt, const ggml_tensor * s, const ggml_tensor * d) {
-    if (!(is_float(st) || st == GGML_TYPE_Q8_0) || !(is_float(dt) || dt == GGML_TYPE_Q8_0)) return false;
-    if (st == GGML_TYPE_Q8_0 && s->ne[0] % 32 != 0) return false;
-    if (dt == GGML_TYPE_Q8_0 && d->ne[0] % 32 != 0) return false;
-    return true;
+    const bool sq = ggml_cuda_is_kvq(st), dq = ggml_cuda_is_kvq(dt);
+    if (!(is_float(st) || sq) || !(is_float(dt) || dq)) return false;
+    // block types: dense rows of whole blocks; between two block types only a copy (no requantization)
+    if (sq && (s->type != st || !ggml_cuda_kvq_rows_ok(s))) return false;
+    if (dq && (d->type != dt || !ggml_cuda_kvq_rows_ok(d))) return false;
+    return !(sq && dq && st != dt);
 }
 
 static bool same_layout(const cuda_shape & a, const cuda_shape & b) {
@@ -139,19 +154,42 @@ void ggml_cuda_convert(ggml_cuda_context & ctx, const ggml_tensor * src, void * 
     } else if (st == GGML_TYPE_Q8_0 && dt == GGML_TYPE_F16 && ggml_is_contiguous(src) &&
                same_layout(ds, ggml_cuda_contig_shape(dt, ds.ne)) && (uintptr_t)d % 16 == 0) {
         k_dequantize_q8_0_f16_dense<<<cuda_ceil_div(n / 8, bs), bs, 0, stream>>>(s, (uint4 *)d, n / 8);
-    } else if (st == GGML_TYPE_Q8_0 && dt == GGML_TYPE_Q8_0) {
-        k_copy_q8_0<<<cuda_ceil_div(n / 32, bs), bs, 0, stream>>>(s, d, ss, ds, n / 32);
-    } else if (dt == GGML_TYPE_Q8_0) {
+    } else if (ggml_cuda_is_kvq(st) && dt == GGML_TYPE_F16 && same_layout(ds, ggml_cuda_contig_shape(dt, ds.ne)) &&
+               (uintptr_t)d % 16 == 0) {
+        if (st == GGML_TYPE_Q8_0)
+            k_dequantize_blocks_f16<GGML_TYPE_Q8_0><<<cuda_ceil_div(n / 8, bs), bs, 0, stream>>>(s, (uint4 *)d, ss, n / 8);
+        else
+            k_dequantize_blocks_f16<GGML_TYPE_Q4_0><<<cuda_ceil_div(n / 8, bs), bs, 0, stream>>>(s, (uint4 *)d, ss, n / 8);
+    } else if (ggml_cuda_is_kvq(st) && st == dt) {
+        const int64_t nblk = n / 32;
+        if (st == GGML_TYPE_Q8_0)
+            k_copy_blocks<34><<<cuda_ceil_div(nblk, bs), bs, 0, stream>>>(s, d, ss, ds, nblk);
+        else
+            k_copy_blocks<18><<<cuda_ceil_div(nblk, bs), bs, 0, stream>>>(s, d, ss, ds, nblk);
+    } else if (ggml_cuda_is_kvq(dt)) {
+        GGML_ASSERT(is_float(st) && "cuda cpy: a block type only from f32/f16 or the same block type");
         const int64_t nblk = n / 32, grid = cuda_ceil_div(nblk, bs / 32);
-        if (st == GGML_TYPE_F32)
-            k_quantize_q8_0<float><<<grid, bs, 0, stream>>>(s, d, ss, ds, nblk);
+        const int v = (st == GGML_TYPE_F16 ? 2 : 0) + (dt == GGML_TYPE_Q4_0 ? 1 : 0);
+        if (v == 0)
+            k_quantize_blocks<float, GGML_TYPE_Q8_0><<<grid, bs, 0, stream>>>(s, d, ss, ds, nblk);
+        else if (v == 1)
+            k_quantize_blocks<float, GGML_TYPE_Q4_0><<<grid, bs, 0, stream>>>(s, d, ss, ds, nblk);
+        else if (v == 2)
+            k_quantize_blocks<half, GGML_TYPE_Q8_0><<<grid, bs, 0, stream>>>(s, d, ss, ds, nblk);
         else
-            k_quantize_q8_0<half><<<grid, bs, 0, stream>>>(s, d, ss, ds, nblk);
-    } else if (st == GGML_TYPE_Q8_0) {
-        if (dt == GGML_TYPE_F32)
-            k_dequantize_q8_0<float><<<cuda_ceil_div(n, bs), bs, 0, stream>>>(s, d, ss, ds, n);
+            k_quantize_blocks<half, GGML_TYPE_Q4_0><<<grid, bs, 0, stream>>>(s, d, ss, ds, nblk);
+    } else if (ggml_cuda_is_kvq(st)) {
+        GGML_ASSERT(is_float(dt));
+        const int64_t grid = cuda_ceil_div(n, bs);
+        const int v = (dt == GGML_TYPE_F16 ? 2 : 0) + (st == GGML_TYPE_Q4_0 ? 1 : 0);
+        if (v == 0)
+            k_dequantize_blocks<GGML_TYPE_Q8_0, float><<<grid, bs, 0, stream>>>(s, d, ss, ds, n);
+        else if (v == 1)
+            k_dequantize_blocks<GGML_TYPE_Q4_0, float><<<grid, bs, 0, stream>>>(s, d, ss, ds, n);
+        else if (v == 2)
+            k_dequantize_blocks<GGML_TYPE_Q8_0, half><<<grid, bs, 0, stream>>>(s, d, ss, ds, n);
         else
-            k_dequantize_q8_0<half><<<cuda_ceil_div(n, bs), bs, 0, stream>>>(s, d, ss, ds, n);
+            k_dequantize_blocks<GGML_TYPE_Q4_0, half><<<grid, bs, 0, stream>>>(s, d, ss, ds, n);
     } else if (st == GGML_TYPE_F32 && dt == GGML_TYPE_F32) {
         k_cpy<float, float><<<cuda_ceil_div(n, bs), bs, 0, stream>>>(s, d, ss, ds, n);
     } else if (st == GGML_TYPE_F32 && dt == GGML_TYPE_F16) {

@@ -85,12 +85,25 @@ template <int D> static __global__ void __launch_bounds__(128) k_fattn_mma(const
             }
     }
 
-    int kv_end = p.n_kv;
+    int kv_end = p.n_kv, kv_begin = 0;
     if (p.causal_n_past >= 0) { // the last key any row of this block sees
         const int q_last = min(n_q - 1, q0 + FM_BM - 1);
         kv_end = min(kv_end, p.causal_n_past + q_last / p.r + 1);
     }
-    const int n_tiles = (kv_end + FM_BN - 1) / FM_BN;
+    if (p.ranges) { // the union of the block's tokens' visible ranges
+        int lo = INT_MAX, hi = 0;
+        for (int tt = t_lo; tt <= t_hi; ++tt) {
+            const int2 r = p.ranges[tt];
+            if (r.y > r.x) {
+                lo = min(lo, r.x);
+                hi = max(hi, r.y);
+            }
+        }
+        kv_begin = lo == INT_MAX ? 0 : lo;
+        kv_end = min(kv_end, hi);
+    }
+    const int tile_begin = kv_begin / FM_BN;
+    const int n_tiles = max(0, (kv_end + FM_BN - 1) / FM_BN - tile_begin);
     const char * kb = p.k + hk * p.ks.nb[2];
     const char * vb = p.v + hk * p.vs.nb[2];
     auto load_tile = [&](int tile, int buf) { // keys past n_kv repeat the last row (finite; masked below)
@@ -127,11 +140,11 @@ template <int D> static __global__ void __launch_bounds__(128) k_fattn_mma(const
         o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0.0f;
 
     const int mat = lane / 8, mi = lane % 8; // ldmatrix: this lane's row address is row mi of matrix mat
-    if (n_tiles > 0) load_tile(0, 0);
+    if (n_tiles > 0) load_tile(tile_begin, 0);
     for (int it = 0; it < n_tiles; ++it) {
         const int buf = it & 1;
         if (it + 1 < n_tiles) {
-            load_tile(it + 1, buf ^ 1);
+            load_tile(tile_begin + it + 1, buf ^ 1);
             asm volatile("cp.async.wait_group 1;\n");
         } else {
             asm volatile("cp.async.wait_group 0;\n");
@@ -157,7 +170,7 @@ template <int D> static __global__ void __launch_bounds__(128) k_fattn_mma(const
             }
 
         // mask, online softmax (rows g and g + 8; a row's 64 scores are spread over the 4 lanes of its group)
-        const int key0 = it * FM_BN;
+        const int key0 = (tile_begin + it) * FM_BN;
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
             float mx = -INFINITY;

@@ -19,6 +19,9 @@ struct fattn_mma_params {
     int D, n_kv, n_tokens, n_head, r, causal_n_past, mask_f16;
     float scale;
     int mask_stage; // set by ggml_cuda_fattn_mma
+    // optional [n_tokens] {first visible key, one past the last} of each token (fattn-range.cuh): a block reads
+    // only the key tiles of the union of its tokens' ranges (a cache shared by many sequences); nullptr: all keys
+    const int2 * ranges;
 };
 
 // whether the kernel takes it: D in {64, 80, 96, 128}, f16 K/V with 16-byte aligned rows, f32 contiguous dst

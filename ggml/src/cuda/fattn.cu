@@ -4,8 +4,11 @@
 // Scores: lane j takes key j of the tile (full dot over D from shared memory). Softmax is online
 // (running max m and sum l per query). PV: lane owns dims lane, lane+32, ...
 #include "cpy.cuh"
-#include "fattn.cuh"
+#include "fattn-common.cuh"
 #include "fattn-mma.cuh"
+#include "fattn-range.cuh"
+#include "fattn-vecq.cuh"
+#include "fattn.cuh"
 #include "quantize.cuh"
 #include "softmax.cuh"
 
@@ -16,23 +19,6 @@
 
 #define FA_WARPS 8
 #define FA_TILE 32
-
-struct fa_params {
-    const char * q;
-    const char * k;
-    const char * v;
-    const char * mask;
-    float * dst;    // final output (n_split == 1)
-    float * part;   // [n_split][n_q][D] partial accumulators (n_split > 1)
-    float2 * ml;    // [n_split][n_q] (m, l)
-    int * counters; // decode kernel with n_split > 1: one per kv head, 0 between launches (see k_fattn_vec)
-    int8_t * q8s;   // decode kernel, optional: the output also quantized for the next mat-vec (quantize.cuh's
-    float * q8d;    // split layout, rows = tokens of n_head * D values)
-    int * q8sum;    // (its block sums)
-    cuda_shape qs, ks, vs, ms, ds;
-    int D, n_kv, n_tokens, n_head, r, n_split, kv_per_split, causal_n_past, mask_f16;
-    float scale;
-};
 
 template <typename T> static __global__ void __launch_bounds__(FA_WARPS * 32) k_fattn(fa_params p) {
     extern __shared__ float smem[];
@@ -132,25 +118,6 @@ template <typename T> static __global__ void __launch_bounds__(FA_WARPS * 32) k_
     }
 }
 
-// Dim d of global query qg (kv head * n_q + query) merged over the n_split partials (part, ml); nq_all = n_q *
-// n_head_kv. The loads bypass L1 (__ldcg): the decode kernel's last block reads partials other blocks of the same
-// launch wrote.
-static __device__ __forceinline__ float merge_splits(const fa_params & p, int64_t qg, int64_t nq_all, int d) {
-    float M = -INFINITY;
-    for (int s = 0; s < p.n_split; ++s)
-        M = fmaxf(M, __ldcg(&p.ml[s * nq_all + qg]).x);
-    float num = 0.0f, den = 0.0f;
-    if (M != -INFINITY) {
-        for (int s = 0; s < p.n_split; ++s) {
-            const float2 ml = __ldcg(&p.ml[s * nq_all + qg]);
-            const float w = ml.x == -INFINITY ? 0.0f : expf(ml.x - M);
-            num += w * __ldcg(&p.part[(s * nq_all + qg) * p.D + d]);
-            den += w * ml.y;
-        }
-    }
-    return den > 0.0f ? num / den : 0.0f;
-}
-
 // merge the splits: one block per query, threads over D
 static __global__ void k_fattn_combine(fa_params p) {
     pdl_start();
@@ -237,25 +204,6 @@ static __device__ __forceinline__ void load_group(const char * kb, const char * 
     }
 }
 
-// output o of query j (of kv head hk), dim d; with p.q8s also quantized: called by all 32 lanes of a warp at
-// once for 32 consecutive d of one query (one q8 block: D % 32 == 0)
-static __device__ __forceinline__ void fattn_vec_store(const fa_params & p, int hk, int j, int d, float o) {
-    const int t = j / p.r, h = hk * p.r + j % p.r;
-    *(float *)((char *)p.dst + d * p.ds.nb[0] + h * p.ds.nb[1] + t * p.ds.nb[2]) = o;
-    if (p.q8s) {
-        const float amax = warp_max(fabsf(o));
-        const float sc = q8s_scale(amax);
-        const int64_t i = (int64_t)t * p.n_head * p.D + h * p.D + d; // element of the [n_head * D, T] rows
-        const int8_t q = q8s_quant(o, amax, sc);
-        p.q8s[i] = q;
-        const int sm = q8s_block_sums(q, d % 32);
-        if (d % 32 == 0) {
-            p.q8d[i / 32] = sc;
-            p.q8sum[i / 32] = sm;
-        }
-    }
-}
-
 // the mask values of keys key0 .. key0 + KB - 1 for the NQ queries (0 without a mask or past kv1), loaded with the
 // group's K/V rows: read where they are used, each group's scores waited for a dependent global load (decode at
 // a 4096-token depth ran at a third of the KV bandwidth)
@@ -282,14 +230,16 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_vec(fa_params p) {
     pdl_start();
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int hk = blockIdx.y, split = blockIdx.z;
-    const int n_q = p.n_tokens * p.r;
+    // the block's queries qbase .. qbase + n_q - 1 of the kv head: all of them, or token blockIdx.x's r (per_token)
+    const int qbase = p.per_token ? blockIdx.x * p.r : 0;
+    const int n_q = p.per_token ? p.r : p.n_tokens * p.r;
 
     float q[NQ][E], acc[NQ][E], m[NQ], l[NQ];
     int last[NQ]; // last visible key of each query (causal), INT_MAX without
     const char * mrow[NQ];
 #pragma unroll
     for (int j = 0; j < NQ; ++j) {
-        const int qi = j < n_q ? j : 0;
+        const int qi = qbase + (j < n_q ? j : 0);
         const int t = qi / p.r, h = hk * p.r + qi % p.r;
 #pragma unroll
         for (int i = 0; i < E; ++i) {
@@ -304,8 +254,8 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_vec(fa_params p) {
         mrow[j] = p.mask ? p.mask + t * p.ms.nb[1] + (h % p.ms.ne[2]) * p.ms.nb[2] : nullptr;
     }
 
-    const int kv0 = split * p.kv_per_split;
-    const int kv1 = min(p.n_kv, kv0 + p.kv_per_split);
+    int kv0, kv1;
+    fattn_block_keys(p, split, qbase / p.r, (qbase + n_q - 1) / p.r, kv0, kv1);
     const char * kb = p.k + hk * p.ks.nb[2];
     const char * vb = p.v + hk * p.vs.nb[2];
     const int64_t ks = p.ks.nb[1], vs = p.vs.nb[1];
@@ -375,47 +325,7 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_vec(fa_params p) {
             s_ml[warp][j][1] = l[j];
         }
     }
-    __syncthreads();
-    // merge the warps: thread e handles (query j, dim d) pairs; a warp's 32 e are 32 consecutive d of one query
-    const int64_t nq_all = (int64_t)n_q * gridDim.y;
-    for (int e = threadIdx.x; e < n_q * D; e += blockDim.x) {
-        const int j = e / D, d = e % D;
-        float M = -INFINITY;
-#pragma unroll
-        for (int w = 0; w < W; ++w)
-            M = fmaxf(M, s_ml[w][j][0]);
-        float num = 0.0f, den = 0.0f;
-        if (M != -INFINITY) {
-#pragma unroll
-            for (int w = 0; w < W; ++w) {
-                const float mw = s_ml[w][j][0];
-                const float sc = mw == -INFINITY ? 0.0f : expf(mw - M);
-                num += sc * s_acc[w][j][d];
-                den += sc * s_ml[w][j][1];
-            }
-        }
-        if (p.n_split == 1) {
-            fattn_vec_store(p, hk, j, d, den > 0.0f ? num / den : 0.0f);
-        } else {
-            const int64_t qg = (int64_t)hk * n_q + j;
-            p.part[((int64_t)split * nq_all + qg) * D + d] = num;
-            if (d == 0) p.ml[split * nq_all + qg] = make_float2(M, den);
-        }
-    }
-    if (p.n_split == 1) return;
-    // the last block of this kv head to finish merges the splits (no combine launch); it resets the counter
-    __shared__ bool s_last;
-    __threadfence(); // this block's partials, visible before its count
-    __syncthreads();
-    if (threadIdx.x == 0) s_last = atomicAdd(p.counters + hk, 1) == p.n_split - 1;
-    __syncthreads();
-    if (!s_last) return;
-    __threadfence();
-    for (int e = threadIdx.x; e < n_q * D; e += blockDim.x) {
-        const int j = e / D, d = e % D;
-        fattn_vec_store(p, hk, j, d, merge_splits(p, (int64_t)hk * n_q + j, nq_all, d));
-    }
-    if (threadIdx.x == 0) p.counters[hk] = 0;
+    fattn_vec_finish<W, NQ, D>(p, s_acc, s_ml, hk, split, n_q, qbase);
 }
 
 // keys a warp holds per step: the K/V rows of two groups (4 x KB fragments of R registers) and their mask values
@@ -427,7 +337,6 @@ static constexpr int fattn_vec_kb(int R, int NQ) {
 }
 
 // the decode kernel for n_q queries per kv head: W = 16 warps for one or two, else 4 (shared memory for the merge)
-typedef void (*fattn_vec_fn)(fa_params);
 template <typename T, int E> static fattn_vec_fn fattn_vec_pick(int n_q, int & W, int & KB) {
     constexpr int R = kv_frag_regs<T, E>();
     W = n_q <= 2 ? 16 : 4;
@@ -448,21 +357,18 @@ template <typename T> static fattn_vec_fn fattn_vec_pick_d(int D, int n_q, int &
 }
 
 // Decode: KV splits so that the grid is one wave of resident blocks (occupancy of the kernel), at least one
-// group of KB keys per warp and split; the last block of each kv head merges the splits (p.counters).
-static void fattn_vec(ggml_cuda_context & ctx, fa_params & p, ggml_type kv_type) {
+// warp step of S keys per warp and split; the last block of each kv head merges the splits (p.counters).
+static void fattn_vec_launch(ggml_cuda_context & ctx, fa_params & p, fattn_vec_fn fn, int W, int S) {
     const int n_q = p.n_tokens * p.r, n_head_kv = p.n_head / p.r;
-    int W = 0, KB = 0;
-    const fattn_vec_fn fn =
-        kv_type == GGML_TYPE_F16 ? fattn_vec_pick_d<half>(p.D, n_q, W, KB) : fattn_vec_pick_d<float>(p.D, n_q, W, KB);
     static thread_local std::map<std::pair<const void *, int>, int> occupancy; // blocks per SM: kernel, device
     int & occ = occupancy[{(const void *)fn, ctx.device}];
     if (occ == 0) {
         CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, W * 32, 0));
         occ = std::max(occ, 1);
     }
-    int64_t n_split = std::min<int64_t>(occ * ctx.n_sm / n_head_kv, cuda_ceil_div(p.n_kv, W * KB));
+    int64_t n_split = std::min<int64_t>(occ * ctx.n_sm / n_head_kv, cuda_ceil_div(p.n_kv, W * S));
     if (n_split < 1 || n_head_kv > GGML_CUDA_N_COUNTERS) n_split = 1;
-    p.kv_per_split = (int)(cuda_ceil_div(cuda_ceil_div(p.n_kv, n_split), KB) * KB);
+    p.kv_per_split = (int)(cuda_ceil_div(cuda_ceil_div(p.n_kv, n_split), S) * S);
     p.n_split = (int)cuda_ceil_div(p.n_kv, p.kv_per_split);
     if (p.n_split > 1) {
         const int64_t nq_all = (int64_t)n_q * n_head_kv;
@@ -473,6 +379,58 @@ static void fattn_vec(ggml_cuda_context & ctx, fa_params & p, ggml_type kv_type)
     ggml_cuda_launch(ctx, fn, dim3(1, n_head_kv, p.n_split), dim3(W * 32), 0, p);
 }
 
+static void fattn_vec(ggml_cuda_context & ctx, fa_params & p, ggml_type kv_type) {
+    const int n_q = p.per_token ? p.r : p.n_tokens * p.r;
+    int W = 0, KB = 0;
+    const fattn_vec_fn fn =
+        kv_type == GGML_TYPE_F16 ? fattn_vec_pick_d<half>(p.D, n_q, W, KB) : fattn_vec_pick_d<float>(p.D, n_q, W, KB);
+    if (p.per_token) { // one block per (token, kv head), each over its token's visible range
+        p.n_split = 1;
+        p.kv_per_split = p.n_kv;
+        ggml_cuda_launch(ctx, fn, dim3(p.n_tokens, p.n_head / p.r, 1), dim3(W * 32), 0, p);
+        return;
+    }
+    fattn_vec_launch(ctx, p, fn, W, KB);
+}
+
+// ---- decode on a q8_0 / q4_0 KV cache (fattn-vecq.cuh) ----------------------------------------------------------
+// The instance for (K, V, D, n_q) or nullptr; one_row: one mask row and causal limit serve every query.
+static fattn_vec_fn fattn_vecq_pick(ggml_type tk, ggml_type tv, int D, int n_q, bool one_row, int & W, int & S) {
+    auto is = [&](ggml_type a, ggml_type b) { return tk == a && tv == b; };
+    const ggml_type Q8 = GGML_TYPE_Q8_0, Q4 = GGML_TYPE_Q4_0, F16 = GGML_TYPE_F16;
+    if (is(Q8, Q8)) return ggml_cuda_fattn_vecq_q8_0_q8_0(D, n_q, one_row, W, S);
+    if (is(Q8, Q4)) return ggml_cuda_fattn_vecq_q8_0_q4_0(D, n_q, one_row, W, S);
+    if (is(Q8, F16)) return ggml_cuda_fattn_vecq_q8_0_f16(D, n_q, one_row, W, S);
+    if (is(Q4, Q8)) return ggml_cuda_fattn_vecq_q4_0_q8_0(D, n_q, one_row, W, S);
+    if (is(Q4, Q4)) return ggml_cuda_fattn_vecq_q4_0_q4_0(D, n_q, one_row, W, S);
+    if (is(Q4, F16)) return ggml_cuda_fattn_vecq_q4_0_f16(D, n_q, one_row, W, S);
+    if (is(F16, Q8)) return ggml_cuda_fattn_vecq_f16_q8_0(D, n_q, one_row, W, S);
+    if (is(F16, Q4)) return ggml_cuda_fattn_vecq_f16_q4_0(D, n_q, one_row, W, S);
+    return nullptr;
+}
+
+// whether the quantized decode kernel takes it: K and V q8_0/q4_0/f16 (one of them a block type), D 64/96/128, at
+// most 8 queries per kv head; block-type rows dense and 2-byte aligned, f16 rows dense and 8-byte aligned
+static bool fattn_vecq_ok(const fa_params & p, const ggml_tensor * k, const ggml_tensor * v) {
+    auto rows_ok = [](const ggml_tensor * t) {
+        if (ggml_cuda_is_kvq(t->type))
+            return ggml_cuda_kvq_rows_ok(t) && t->nb[1] % 2 == 0 && t->nb[2] % 2 == 0 && (uintptr_t)t->data % 2 == 0;
+        return t->type == GGML_TYPE_F16 && t->nb[0] == 2 && t->nb[1] % 8 == 0 && t->nb[2] % 8 == 0 &&
+               (uintptr_t)t->data % 8 == 0;
+    };
+    int W, S;
+    return p.n_tokens * p.r <= 8 && rows_ok(k) && rows_ok(v) &&
+           fattn_vecq_pick(k->type, v->type, p.D, p.n_tokens * p.r, true, W, S) != nullptr;
+}
+
+static void fattn_vecq(ggml_cuda_context & ctx, fa_params & p, ggml_type tk, ggml_type tv) {
+    const bool one_row = p.n_tokens == 1 && (!p.mask || p.ms.ne[2] == 1);
+    int W = 0, S = 0;
+    const fattn_vec_fn fn = fattn_vecq_pick(tk, tv, p.D, p.n_tokens * p.r, one_row, W, S);
+    GGML_ASSERT(fn);
+    fattn_vec_launch(ctx, p, fn, W, S);
+}
+
 // the decode kernel takes D in {32, 64, 128, 256}, dense K/V rows and at most 8 queries per kv head
 static bool fattn_vec_ok(const fa_params & p, const ggml_tensor * k, const ggml_tensor * v) {
     const size_t es = ggml_type_size(k->type);
@@ -480,7 +438,7 @@ static bool fattn_vec_ok(const fa_params & p, const ggml_tensor * k, const ggml_
     const bool dense = k->nb[0] == es && v->nb[0] == es && k->nb[1] % 8 == 0 && v->nb[1] % 8 == 0 &&
                        k->nb[2] % 8 == 0 && v->nb[2] % 8 == 0 && (uintptr_t)k->data % 8 == 0 &&
                        (uintptr_t)v->data % 8 == 0;
-    return d_ok && dense && p.n_tokens * p.r <= 8;
+    return d_ok && dense && (p.per_token ? p.r <= 8 : p.n_tokens * p.r <= 8);
 }
 
 // ---- prompt path: attention through cuBLAS ---------------------------------------------------------
@@ -520,13 +478,8 @@ static void fattn_gemm(ggml_cuda_context & ctx, const fa_params & p, const ggml_
     }
 }
 
-// q8s/q8d: where the decode kernel also writes the output quantized (nullptr: not wanted); returns whether it did
-static bool flash_attn_ext(ggml_cuda_context & ctx, ggml_tensor * dst, int8_t * q8s, float * q8d, int * q8sum) {
-    const ggml_tensor * q = dst->src[0];
-    const ggml_tensor * k = dst->src[1];
-    const ggml_tensor * v = dst->src[2];
-    const ggml_tensor * mask = dst->src[3];
-    GGML_ASSERT(q->type == GGML_TYPE_F32 && k->type == v->type && q->ne[0] <= FATTN_MAX_D && q->ne[3] == 1);
+static fa_params fa_params_of(const ggml_tensor * dst, const ggml_tensor * q, const ggml_tensor * k,
+                              const ggml_tensor * v, const ggml_tensor * mask) {
     fa_params p = {};
     p.q = (const char *)q->data;
     p.k = (const char *)k->data;
@@ -546,14 +499,56 @@ static bool flash_attn_ext(ggml_cuda_context & ctx, ggml_tensor * dst, int8_t * 
     p.r = (int)(q->ne[2] / k->ne[2]);
     p.scale = ggml_get_op_params_f32(dst, 0);
     p.causal_n_past = ggml_get_op_params_i32(dst, 1);
+    return p;
+}
+
+// A block-type K or V as an f16 (f32 when the other one is f32) copy of the view in pool scratch, dense [D, n_kv,
+// n_head_kv]: the prompt paths (fattn-mma.cu, cuBLAS) and the float kernels read it; *t becomes that copy. The scratch
+// is the caller's to give back (pool mark / rewind) once the attention is launched.
+static void fattn_widen(ggml_cuda_context & ctx, ggml_tensor * t, ggml_type to) {
+    const int64_t * ne = t->ne;
+    void * buf = ctx.pool.alloc(ggml_row_size(to, ne[0]) * ne[1] * ne[2] * ne[3]);
+    const cuda_shape cs = ggml_cuda_contig_shape(to, ne);
+    ggml_cuda_convert(ctx, t, buf, to, cs);
+    t->type = to;
+    t->data = buf;
+    for (int i = 0; i < 4; ++i)
+        t->nb[i] = (size_t)cs.nb[i];
+    t->view_src = nullptr;
+    t->view_offs = 0;
+}
+
+// The float K/V paths (K and V of one type, f32 or f16): k and v are dst's sources or fattn_widen copies of them.
+// q8s/q8d: where the decode kernel also writes the output quantized (nullptr: not wanted); returns whether it did.
+static bool flash_attn_ext_f(ggml_cuda_context & ctx, ggml_tensor * dst, const ggml_tensor * k, const ggml_tensor * v,
+                             int8_t * q8s, float * q8d, int * q8sum) {
+    const ggml_tensor * q = dst->src[0];
+    const ggml_tensor * mask = dst->src[3];
+    GGML_ASSERT(k->type == v->type && (k->type == GGML_TYPE_F32 || k->type == GGML_TYPE_F16));
+    fa_params p = fa_params_of(dst, q, k, v, mask);
     const int n_head_kv = (int)k->ne[2];
     const int n_q = p.n_tokens * p.r;
     static const bool no_vec = std::getenv("GGML_CUDA_FATTN_NO_VEC") != nullptr; // A/B against the tile kernel
     static const bool use_gemm = std::getenv("GGML_CUDA_FATTN_GEMM") != nullptr; // A/B: cuBLAS, not fattn-mma.cu
+    static const bool no_ranges = std::getenv("GGML_CUDA_FATTN_NO_RANGES") != nullptr; // A/B: read every key
+    // a KV cache shared by several sequences (ggml_flash_attn_ext_set_seqs): each token's visible key range from the
+    // mask (one row for every head), so blocks skip the other sequences' cells; a batch of about one token per
+    // sequence (decode) then takes one decode block per token
+    const int n_seq = ggml_get_op_params_i32(dst, 2), shared = ggml_get_op_params_i32(dst, 3);
+    if (shared && mask && !no_ranges && p.ms.ne[2] == 1 && p.ms.ne[3] == 1) {
+        p.ranges = ggml_cuda_mask_ranges(ctx, p.mask, p.ms.nb[1], p.mask_f16, p.n_kv, p.n_tokens);
+        p.per_token = n_seq > 1 && p.n_tokens <= 2 * n_seq && n_q > 8;
+    }
+    if (p.per_token && !no_vec && fattn_vec_ok(p, k, v)) {
+        fattn_vec(ctx, p, k->type);
+        return false;
+    }
+    p.per_token = 0;
     if (n_q > 8 && !no_vec && !use_gemm && ggml_cuda_fattn_mma_ok(p.D, k, v, dst)) {
-        const fattn_mma_params mp = {p.q,  p.k,  p.v,      p.mask,   p.dst,        p.qs,    p.ks,
-                                     p.vs, p.ms, p.ds,     p.D,      p.n_kv,       p.n_tokens, p.n_head,
-                                     p.r,  p.causal_n_past, p.mask_f16, p.scale, 0};
+        fattn_mma_params mp = {p.q,  p.k,  p.v,      p.mask,   p.dst,        p.qs,    p.ks,
+                               p.vs, p.ms, p.ds,     p.D,      p.n_kv,       p.n_tokens, p.n_head,
+                               p.r,  p.causal_n_past, p.mask_f16, p.scale, 0};
+        mp.ranges = p.ranges;
         ggml_cuda_fattn_mma(ctx, mp);
         return false;
     }
@@ -602,6 +597,36 @@ static bool flash_attn_ext(ggml_cuda_context & ctx, ggml_tensor * dst, int8_t * 
     CUDA_CHECK_LAUNCH();
     if (n_split > 1) ggml_cuda_launch(ctx, k_fattn_combine, dim3(n_q * n_head_kv, 1), dim3(128), 0, p);
     return false;
+}
+
+// q8s/q8d: where the decode kernel also writes the output quantized (nullptr: not wanted); returns whether it did
+static bool flash_attn_ext(ggml_cuda_context & ctx, ggml_tensor * dst, int8_t * q8s, float * q8d, int * q8sum) {
+    const ggml_tensor * q = dst->src[0];
+    const ggml_tensor * k = dst->src[1];
+    const ggml_tensor * v = dst->src[2];
+    GGML_ASSERT(q->type == GGML_TYPE_F32 && q->ne[0] <= FATTN_MAX_D && q->ne[3] == 1);
+    if (!ggml_cuda_is_kvq(k->type) && !ggml_cuda_is_kvq(v->type)) return flash_attn_ext_f(ctx, dst, k, v, q8s, q8d, q8sum);
+    // a q8_0 / q4_0 cache: decode reads it in place; prompts (and shapes the decode kernel lacks) read an f16 copy of
+    // the K/V views (the tensor-core kernel then runs as for an f16 cache)
+    static const bool no_vec = std::getenv("GGML_CUDA_FATTN_NO_VEC") != nullptr;
+    fa_params p = fa_params_of(dst, q, k, v, dst->src[3]);
+    if (!no_vec && fattn_vecq_ok(p, k, v)) {
+        if (q8s && ggml_is_contiguous(dst)) {
+            p.q8s = q8s;
+            p.q8d = q8d;
+            p.q8sum = q8sum;
+        }
+        fattn_vecq(ctx, p, k->type, v->type);
+        return p.q8s != nullptr;
+    }
+    const ggml_type other_f32 = k->type == GGML_TYPE_F32 || v->type == GGML_TYPE_F32 ? GGML_TYPE_F32 : GGML_TYPE_F16;
+    const size_t mark = ctx.pool.mark();
+    ggml_tensor kw = *k, vw = *v;
+    if (ggml_cuda_is_kvq(kw.type)) fattn_widen(ctx, &kw, other_f32);
+    if (ggml_cuda_is_kvq(vw.type)) fattn_widen(ctx, &vw, other_f32);
+    const bool wrote_q8 = flash_attn_ext_f(ctx, dst, &kw, &vw, q8s, q8d, q8sum);
+    ctx.pool.rewind(mark); // the copies (and the kernels' scratch) are read only by the kernels just launched
+    return wrote_q8;
 }
 
 GGML_CUDA_OP(flash_attn_ext) { flash_attn_ext(ctx, dst, nullptr, nullptr, nullptr); }

@@ -1,11 +1,13 @@
-// fattn.cuh - FLASH_ATTN_EXT: q f32 [D, n_tokens, n_head], k/v f32/f16 [D, n_kv, n_head_kv] (any
-// row strides: views of the KV cache are read in place), optional f32/f16 mask [n_kv, >= n_tokens],
-// GQA (n_head % n_head_kv == 0) -> f32 [D, n_head, n_tokens]. params: f32 scale, i32 causal_n_past.
-// D <= 256. Decode splits the KV range over blocks (flash-decoding) and merges the partials; up to 8
-// queries per kv head with D in {32, 64, 128, 256} take the row-per-warp decode kernel, more queries
-// with f16 K/V the tensor-core kernel of fattn-mma.cuh (D 64, 80, 96, 128), else cuBLAS (S = K^T Q, softmax to
-// f16, O = V P; GGML_CUDA_FATTN_GEMM=1: always, for comparisons); GGML_CUDA_FATTN_NO_VEC=1: always the tile
-// kernel (f32 K/V always take it).
+// fattn.cuh - FLASH_ATTN_EXT: q f32 [D, n_tokens, n_head], k/v f32/f16 (both the same type) or q8_0/q4_0 (dense
+// block rows; the other of K/V q8_0, q4_0, f16 or f32) [D, n_kv, n_head_kv] (any row strides: views of the KV cache
+// are read in place), optional f32/f16 mask [n_kv, >= n_tokens], GQA (n_head % n_head_kv == 0) -> f32 [D, n_head,
+// n_tokens]. params: f32 scale, i32 causal_n_past. D <= 256. Decode splits the KV range over blocks
+// (flash-decoding) and merges the partials; up to 8 queries per kv head with D in {32, 64, 128, 256} take the
+// row-per-warp decode kernel, more queries with f16 K/V the tensor-core kernel of fattn-mma.cuh (D 64, 80, 96,
+// 128), else cuBLAS (S = K^T Q, softmax to f16, O = V P; GGML_CUDA_FATTN_GEMM=1: always, for comparisons);
+// GGML_CUDA_FATTN_NO_VEC=1: always the tile kernel (f32 K/V always take it). A q8_0/q4_0 K or V: up to 8 queries
+// per kv head with D 64/96/128 read it in place (fattn-vecq.cuh); otherwise the views are converted to an f16
+// copy (f32 beside an f32 K/V) in pool scratch and the paths above run on it.
 #pragma once
 #include "common.cuh"
 

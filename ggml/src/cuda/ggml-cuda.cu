@@ -12,6 +12,7 @@
 #include "mmvq.cuh"
 #include "mulmat.cuh"
 #include "norm.cuh"
+#include "profile.cuh"
 #include "q8repack.cuh"
 #include "rope.cuh"
 #include "setrows.cuh"
@@ -956,6 +957,22 @@ static ggml_status cuda_graph_compute_impl(ggml_backend_t backend, ggml_cgraph *
     return GGML_STATUS_SUCCESS;
 }
 
+// ggml_backend_i::graph_compute_profile (ggml_backend_sched_set_profile): an eager run, the same fusions, an event
+// after each launch or fused group (profile.cu)
+static ggml_status cuda_graph_compute_profile(ggml_backend_t backend, ggml_cgraph * gf,
+                                              void (*rec)(void *, int, int, double), void * user) {
+    ggml_cuda_context & ctx = *(ggml_cuda_context *)backend->context;
+    CUDA_CHECK(cudaSetDevice(ctx.device));
+    std::vector<uint8_t> fused;
+    plan_fusions(ctx, gf, fused);
+    if (ctx.use_graphs) ctx.graphs->last_id = 0; // the next call looks its graph up again
+    ctx.pool.reset();
+    ctx.qcache = ctx.hcache = {};
+    ggml_cuda_profile_graph(ctx, gf, [&](int i) { return run_fused(ctx, gf, i, fused[i]); }, rec, user);
+    if (ctx.pool.settle() && ctx.use_graphs) ctx.graphs->clear_execs(); // scratch grew: captured addresses stale
+    return GGML_STATUS_SUCCESS;
+}
+
 // ---- backend interface ------------------------------------------------------------------------
 static const char * cuda_backend_get_name(ggml_backend_t backend) {
     return ((ggml_cuda_context *)backend->context)->name;
@@ -1030,8 +1047,9 @@ static bool cuda_backend_supports_op(ggml_backend_t, const ggml_tensor * t) {
         case GGML_OP_GET_ROWS:
             return (is_f(a->type) || a->type == GGML_TYPE_Q8_0 || a_qt) && b->type == GGML_TYPE_I32 &&
                    t->type == GGML_TYPE_F32;
-        case GGML_OP_SET_ROWS:
-            return is_f(a->type) && b->type == GGML_TYPE_F32 && t->src[2]->type == GGML_TYPE_I32 && t->type == a->type;
+        case GGML_OP_SET_ROWS: // f32/f16 any strides; q8_0/q4_0 (KV caches) with dense rows of whole blocks
+            return (is_f(a->type) || ggml_cuda_kvq_rows_ok(a)) && b->type == GGML_TYPE_F32 &&
+                   t->src[2]->type == GGML_TYPE_I32 && t->type == a->type;
         case GGML_OP_SOFT_MAX:
             return a->type == GGML_TYPE_F32 && (!b || is_f(b->type));
         case GGML_OP_ROPE:
@@ -1045,10 +1063,14 @@ static bool cuda_backend_supports_op(ggml_backend_t, const ggml_tensor * t) {
         case GGML_OP_ARGMAX:
             return a->type == GGML_TYPE_F32;
         case GGML_OP_FLASH_ATTN_EXT: {
+            // K and V of one float type, or q8_0/q4_0 caches (dense rows; fattn.cu: decode in place for D 64/96/128,
+            // else through an f16 copy) with the other of K/V q8_0, q4_0, f16 or f32
             const ggml_tensor * v = t->src[2];
             const ggml_tensor * m = t->src[3];
-            return a->type == GGML_TYPE_F32 && is_f(b->type) && v->type == b->type && a->ne[0] <= FATTN_MAX_D &&
-                   a->ne[3] == 1 && (!m || is_f(m->type));
+            if (a->type != GGML_TYPE_F32 || a->ne[0] > FATTN_MAX_D || a->ne[3] != 1 || (m && !is_f(m->type))) return false;
+            if (!ggml_cuda_is_kvq(b->type) && !ggml_cuda_is_kvq(v->type)) return is_f(b->type) && v->type == b->type;
+            auto kv_ok = [](const ggml_tensor * x) { return is_f(x->type) || ggml_cuda_kvq_rows_ok(x); };
+            return kv_ok(b) && kv_ok(v);
         }
         default:
             return false;
@@ -1146,6 +1168,7 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
     iface.free = cuda_backend_free;
     iface.get_default_buffer_type = cuda_backend_get_default_buffer_type;
     iface.graph_compute = cuda_graph_compute;
+    iface.graph_compute_profile = cuda_graph_compute_profile;
     iface.supports_op = cuda_backend_supports_op;
     iface.supports_buft = cuda_backend_supports_buft;
     iface.synchronize = cuda_backend_synchronize;

@@ -128,6 +128,7 @@ bool ggml_cuda_rope_set_rows_ok(const ggml_tensor * rope, const ggml_tensor * re
            set_rows->op == GGML_OP_SET_ROWS && set_rows->src[1] == reshape && ggml_is_contiguous(rope) &&
            x->type == rope->type && rope->ne[3] == 1 && reshape->ne[0] == rope->ne[0] * rope->ne[1] &&
            reshape->ne[1] == rope->ne[2] && ggml_nrows(reshape) == reshape->ne[1] && cache->ne[0] == reshape->ne[0] &&
+           (cache->type == GGML_TYPE_F32 || cache->type == GGML_TYPE_F16) && // a q8_0/q4_0 cache: SET_ROWS quantizes
            cache->nb[0] == ggml_type_size(cache->type) && cache->ne[2] == 1 && cache->ne[3] == 1 &&
            ggml_is_contiguous(set_rows->src[2]);
 }

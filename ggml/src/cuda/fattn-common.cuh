@@ -1,0 +1,137 @@
+// fattn-common.cuh - what the FLASH_ATTN_EXT kernels of fattn.cu and fattn-vecq.cuh share: the launch parameters,
+// the merge of KV-split partials, and the decode kernels' last steps (warps merged through shared memory, the
+// output stored, and with several splits the merge by the last block of each kv head).
+#pragma once
+#include "common.cuh"
+#include "quantize.cuh"
+
+struct fa_params {
+    const char * q;
+    const char * k;
+    const char * v;
+    const char * mask;
+    float * dst;    // final output (n_split == 1)
+    float * part;   // [n_split][n_q][D] partial accumulators (n_split > 1)
+    float2 * ml;    // [n_split][n_q] (m, l)
+    int * counters; // decode kernel with n_split > 1: one per kv head, 0 between launches (see k_fattn_vec)
+    int8_t * q8s;   // decode kernel, optional: the output also quantized for the next mat-vec (quantize.cuh's
+    float * q8d;    // split layout, rows = tokens of n_head * D values)
+    int * q8sum;    // (its block sums)
+    cuda_shape qs, ks, vs, ms, ds;
+    int D, n_kv, n_tokens, n_head, r, n_split, kv_per_split, causal_n_past, mask_f16;
+    float scale;
+    // optional [n_tokens] {first visible key, one past the last} per token (fattn-range.cuh; nullptr: all n_kv): a
+    // block reads only the keys of its tokens' ranges
+    const int2 * ranges;
+    int per_token; // decode kernel: 1 = block x takes the r queries of token x (a batch of many sequences), n_split 1
+};
+
+typedef void (*fattn_vec_fn)(fa_params);
+
+// Dim d of global query qg (kv head * n_q + query) merged over the n_split partials (part, ml); nq_all = n_q *
+// n_head_kv. The loads bypass L1 (__ldcg): the decode kernel's last block reads partials other blocks of the same
+// launch wrote.
+static __device__ __forceinline__ float merge_splits(const fa_params & p, int64_t qg, int64_t nq_all, int d) {
+    float M = -INFINITY;
+    for (int s = 0; s < p.n_split; ++s)
+        M = fmaxf(M, __ldcg(&p.ml[s * nq_all + qg]).x);
+    float num = 0.0f, den = 0.0f;
+    if (M != -INFINITY) {
+        for (int s = 0; s < p.n_split; ++s) {
+            const float2 ml = __ldcg(&p.ml[s * nq_all + qg]);
+            const float w = ml.x == -INFINITY ? 0.0f : expf(ml.x - M);
+            num += w * __ldcg(&p.part[(s * nq_all + qg) * p.D + d]);
+            den += w * ml.y;
+        }
+    }
+    return den > 0.0f ? num / den : 0.0f;
+}
+
+// output o of query j (of kv head hk), dim d; with p.q8s also quantized: called by all 32 lanes of a warp at
+// once for 32 consecutive d of one query (one q8 block: D % 32 == 0)
+static __device__ __forceinline__ void fattn_vec_store(const fa_params & p, int hk, int j, int d, float o) {
+    const int t = j / p.r, h = hk * p.r + j % p.r;
+    *(float *)((char *)p.dst + d * p.ds.nb[0] + h * p.ds.nb[1] + t * p.ds.nb[2]) = o;
+    if (p.q8s) {
+        const float amax = warp_max(fabsf(o));
+        const float sc = q8s_scale(amax);
+        const int64_t i = (int64_t)t * p.n_head * p.D + h * p.D + d; // element of the [n_head * D, T] rows
+        const int8_t q = q8s_quant(o, amax, sc);
+        p.q8s[i] = q;
+        const int sm = q8s_block_sums(q, d % 32);
+        if (d % 32 == 0) {
+            p.q8d[i / 32] = sc;
+            p.q8sum[i / 32] = sm;
+        }
+    }
+}
+
+// The key range [kv0, kv1) a decode block reads: its split of n_kv (kv_per_split keys), within the union of the
+// visible ranges of tokens t0 .. t1 when p.ranges is set.
+static __device__ __forceinline__ void fattn_block_keys(const fa_params & p, int split, int t0, int t1, int & kv0,
+                                                        int & kv1) {
+    kv0 = split * p.kv_per_split;
+    kv1 = min(p.n_kv, kv0 + p.kv_per_split);
+    if (!p.ranges) return;
+    int lo = INT_MAX, hi = 0;
+    for (int t = t0; t <= t1; ++t) {
+        const int2 r = p.ranges[t];
+        if (r.y > r.x) {
+            lo = min(lo, r.x);
+            hi = max(hi, r.y);
+        }
+    }
+    kv0 = max(kv0, lo == INT_MAX ? 0 : lo);
+    kv1 = min(kv1, hi);
+}
+
+// The end of a decode kernel of W warps: warp w left its queries' unnormalised output in s_acc[w][j][0..D) and
+// (m, l) in s_ml[w][j] (m in natural-log units, -inf: saw nothing; j is query qbase + j of the kv head). Merges the
+// warps; with one split stores the output, else writes this block's partial and the last block of the kv head to finish merges the splits (no
+// combine launch; it resets the counter). Every thread of the block calls it.
+template <int W, int NQ, int D>
+static __device__ __forceinline__ void fattn_vec_finish(const fa_params & p, const float (&s_acc)[W][NQ][D],
+                                                        const float (&s_ml)[W][NQ][2], int hk, int split, int n_q,
+                                                        int qbase = 0) {
+    __syncthreads();
+    // merge the warps: thread e handles (query j, dim d) pairs; a warp's 32 e are 32 consecutive d of one query
+    const int64_t nq_all = (int64_t)n_q * gridDim.y;
+    for (int e = threadIdx.x; e < n_q * D; e += blockDim.x) {
+        const int j = e / D, d = e % D;
+        float M = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < W; ++w)
+            M = fmaxf(M, s_ml[w][j][0]);
+        float num = 0.0f, den = 0.0f;
+        if (M != -INFINITY) {
+#pragma unroll
+            for (int w = 0; w < W; ++w) {
+                const float mw = s_ml[w][j][0];
+                const float sc = mw == -INFINITY ? 0.0f : expf(mw - M);
+                num += sc * s_acc[w][j][d];
+                den += sc * s_ml[w][j][1];
+            }
+        }
+        if (p.n_split == 1) {
+            fattn_vec_store(p, hk, qbase + j, d, den > 0.0f ? num / den : 0.0f);
+        } else {
+            const int64_t qg = (int64_t)hk * n_q + j;
+            p.part[((int64_t)split * nq_all + qg) * D + d] = num;
+            if (d == 0) p.ml[split * nq_all + qg] = make_float2(M, den);
+        }
+    }
+    if (p.n_split == 1) return;
+    // the last block of this kv head to finish merges the splits (no combine launch); it resets the counter
+    __shared__ bool s_last;
+    __threadfence(); // this block's partials, visible before its count
+    __syncthreads();
+    if (threadIdx.x == 0) s_last = atomicAdd(p.counters + hk, 1) == p.n_split - 1;
+    __syncthreads();
+    if (!s_last) return;
+    __threadfence();
+    for (int e = threadIdx.x; e < n_q * D; e += blockDim.x) {
+        const int j = e / D, d = e % D;
+        fattn_vec_store(p, hk, j, d, merge_splits(p, (int64_t)hk * n_q + j, nq_all, d));
+    }
+    if (threadIdx.x == 0) p.counters[hk] = 0;
+}

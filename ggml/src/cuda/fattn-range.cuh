@@ -1,0 +1,12 @@
+// fattn-range.cuh - the visible key range of each query token, from an attention mask: for row t of the mask
+// [n_kv, n_tokens] (f16 or f32, any row stride, heads broadcast), {the first key whose mask value is above -inf,
+// one past the last such key}; {0, 0} for a row that sees nothing. Flash attention over a KV cache shared by many
+// sequences (ggml_flash_attn_ext_set_seqs) then reads only these keys: a token's range is its own sequence's
+// cells, a small part of n_kv.
+#pragma once
+#include "common.cuh"
+
+// [n_tokens] ranges in ctx.pool (valid until the pool is reset after the graph), computed by one launch on ctx's
+// stream: one block per token row, reading the row once.
+int2 * ggml_cuda_mask_ranges(ggml_cuda_context & ctx, const char * mask, int64_t row_stride, bool f16, int n_kv,
+                             int n_tokens);

@@ -1,0 +1,4 @@
+// fattn-vecq-f16-q8_0.cu - the decode attention kernels of fattn-vecq.cuh for a f16 K and a q8_0 V cache.
+#include "fattn-vecq.cuh"
+
+GGML_CUDA_FATTN_VECQ_INSTANCE(f16, q8_0)

@@ -1,0 +1,4 @@
+// fattn-vecq-q8_0-f16.cu - the decode attention kernels of fattn-vecq.cuh for a q8_0 K and a f16 V cache.
+#include "fattn-vecq.cuh"
+
+GGML_CUDA_FATTN_VECQ_INSTANCE(q8_0, f16)

@@ -1,0 +1,161 @@
+// kv-cells.cpp - bookkeeping of the KV cache's cells (see kv-cache.h): which cells a batch's tokens take,
+// which cells each token's attention may see (the mask), and the per-sequence edits.
+#include "kv-cache.h"
+
+#include "llm-impl.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+void llm_kv_recount(llm_kv_cache & kv) {
+    kv.used = 0;
+    kv.used_end = 0;
+    std::fill(kv.seq_pos_max.begin(), kv.seq_pos_max.end(), -1);
+    for (int j = 0; j < kv.n_ctx; ++j) {
+        const llm_kv_cell & c = kv.cells[j];
+        if (!c.seq) continue;
+        ++kv.used;
+        kv.used_end = j + 1;
+        for (uint64_t m = c.seq; m; m &= m - 1) {
+            const int s = __builtin_ctzll(m);
+            kv.seq_pos_max[s] = std::max(kv.seq_pos_max[s], c.pos);
+        }
+    }
+}
+
+// first free cell at or after `from`, wrapping around; -1 if none
+static int find_free(const llm_kv_cache & kv, int from) {
+    for (int j = from; j < kv.n_ctx; ++j) {
+        if (!kv.cells[j].seq) return j;
+    }
+    for (int j = 0; j < from; ++j) {
+        if (!kv.cells[j].seq) return j;
+    }
+    return -1;
+}
+
+bool llm_kv_place(llm_kv_cache & kv, int n, const int32_t * seq, const int32_t * pos, int32_t * cells,
+                  std::string * err) {
+    if (kv.n_ctx - kv.used < n) {
+        if (err) {
+            *err = "KV cache full: " + std::to_string(kv.used) + " of " + std::to_string(kv.n_ctx) + " cells used, " +
+                   std::to_string(n) + " more asked";
+        }
+        return false;
+    }
+    for (int i = 0; i < n; ++i) {
+        const int s = seq[i];
+        const int j = find_free(kv, std::min(kv.seq_next[s], kv.n_ctx - 1));
+        GGML_ASSERT(j >= 0);  // counted above
+        kv.cells[j].pos = pos[i];
+        kv.cells[j].seq = 1ull << s;
+        kv.seq_next[s] = j + 1 < kv.n_ctx ? j + 1 : 0;
+        kv.seq_pos_max[s] = std::max(kv.seq_pos_max[s], pos[i]);
+        kv.used_end = std::max(kv.used_end, j + 1);
+        ++kv.used;
+        cells[i] = j;
+    }
+    return true;
+}
+
+int llm_kv_n_kv(const llm_kv_cache & kv) {
+    return std::min(kv.n_ctx, std::max(1, (kv.used_end + LLM_KV_PAD - 1) / LLM_KV_PAD * LLM_KV_PAD));
+}
+
+namespace {
+// A run of cells j0 .. j0+len-1 of one sequence holding positions p0 .. p0+len-1 (the common layout: a
+// sequence's tokens placed one after another), so the part a token at position p sees is one range.
+struct cell_run {
+    int j0, p0, len;
+};
+}  // namespace
+
+template <typename T>
+static void fill_rows(const llm_kv_cache & kv, T * mask, int n_kv, int n_tokens, const int32_t * seq,
+                      const int32_t * pos, T zero, T minus_inf) {
+    // the runs of each sequence present in the batch, built once per call
+    std::vector<int> seq_slot(kv.n_seq_max, -1);
+    std::vector<std::vector<cell_run>> runs;
+    for (int i = 0; i < n_tokens; ++i) {
+        if (seq_slot[seq[i]] < 0) {
+            seq_slot[seq[i]] = (int) runs.size();
+            runs.emplace_back();
+        }
+    }
+    const int n_scan = std::min(n_kv, kv.used_end);
+    for (int j = 0; j < n_scan; ++j) {
+        const llm_kv_cell & c = kv.cells[j];
+        for (uint64_t m = c.seq; m; m &= m - 1) {
+            const int k = seq_slot[__builtin_ctzll(m)];
+            if (k < 0) continue;
+            std::vector<cell_run> & r = runs[k];
+            if (!r.empty() && r.back().j0 + r.back().len == j && r.back().p0 + r.back().len == c.pos) {
+                ++r.back().len;
+            } else {
+                r.push_back({j, c.pos, 1});
+            }
+        }
+    }
+    for (int i = 0; i < n_tokens; ++i) {
+        T * row = mask + (size_t) i * n_kv;
+        std::fill(row, row + n_kv, minus_inf);
+        const int p = pos[i];
+        for (const cell_run & r : runs[seq_slot[seq[i]]]) {
+            const int n_vis = std::clamp(p - r.p0 + 1, 0, r.len);
+            std::fill(row + r.j0, row + r.j0 + n_vis, zero);
+        }
+    }
+}
+
+void llm_kv_fill_mask(const llm_kv_cache & kv, void * mask, ggml_type type, int n_kv, int n_tokens,
+                      const int32_t * seq, const int32_t * pos) {
+    if (type == GGML_TYPE_F32) {
+        fill_rows(kv, (float *) mask, n_kv, n_tokens, seq, pos, 0.0f, -INFINITY);
+    } else {
+        GGML_ASSERT(type == GGML_TYPE_F16);
+        fill_rows(kv, (uint16_t *) mask, n_kv, n_tokens, seq, pos, (uint16_t) 0x0000, (uint16_t) 0xFC00);
+    }
+}
+
+// the home region's first cell: where a sequence's cells start when it has none
+static int home(const llm_kv_cache & kv, int s) { return (int) ((int64_t) kv.n_ctx * s / kv.n_seq_max); }
+
+void llm_kv_seq_rm(llm_kv_cache & kv, int seq, int p0, int p1) {
+    if (p1 < 0) p1 = INT32_MAX;
+    const uint64_t mask = seq < 0 ? ~0ull : 1ull << seq;
+    for (int j = 0; j < kv.used_end; ++j) {
+        llm_kv_cell & c = kv.cells[j];
+        if ((c.seq & mask) && c.pos >= p0 && c.pos < p1) c.seq &= ~mask;
+    }
+    for (int s = 0; s < kv.n_seq_max; ++s) {
+        if (mask >> s & 1) kv.seq_next[s] = home(kv, s);  // refill from the home region's first free cell
+    }
+    llm_kv_recount(kv);
+}
+
+void llm_kv_seq_cp(llm_kv_cache & kv, int src, int dst, int p0, int p1) {
+    if (src == dst) return;
+    if (p1 < 0) p1 = INT32_MAX;
+    for (int j = 0; j < kv.used_end; ++j) {
+        llm_kv_cell & c = kv.cells[j];
+        if ((c.seq >> src & 1) && c.pos >= p0 && c.pos < p1) c.seq |= 1ull << dst;
+    }
+    llm_kv_recount(kv);
+}
+
+void llm_kv_seq_keep(llm_kv_cache & kv, int seq) {
+    for (int j = 0; j < kv.used_end; ++j) {
+        llm_kv_cell & c = kv.cells[j];
+        c.seq &= 1ull << seq;
+    }
+    for (int s = 0; s < kv.n_seq_max; ++s) {
+        if (s != seq) kv.seq_next[s] = home(kv, s);
+    }
+    llm_kv_recount(kv);
+}
+
+void llm_kv_free_cells(llm_kv_cache & kv, const int32_t * cells, int n) {
+    for (int i = 0; i < n; ++i) kv.cells[cells[i]] = llm_kv_cell();
+    llm_kv_recount(kv);
+}
