@@ -283,9 +283,13 @@ struct llm_grammar_matcher_impl {
             } else if (n > 1) {
                 const uint32_t val = b & (0x7F >> n);
                 const int rem = n - 1;
-                const uint32_t lo = val << (6 * rem);
-                const uint32_t span = (1u << (6 * rem)) - 1;
-                if (admits(s.set, lo, lo | span)) r = intern_state(s.set, val, (uint8_t)rem, (uint8_t)n, b);
+                // the code points this lead can begin: E0 and F0 only begin U+0800.. / U+10000.. (their
+                // continuation bytes exclude overlongs), ED stops before the surrogates
+                const uint32_t min_cpt = n == 2 ? 0x80 : n == 3 ? 0x800 : 0x10000;
+                const uint32_t lo = std::max(val << (6 * rem), min_cpt);
+                uint32_t hi = (val << (6 * rem)) | ((1u << (6 * rem)) - 1);
+                if (b == 0xED) hi = 0xD7FF;
+                if (admits(s.set, lo, hi)) r = intern_state(s.set, val, (uint8_t)rem, (uint8_t)n, b);
             }
         } else {
             uint8_t lo2 = 0x80, hi2 = 0xBF;

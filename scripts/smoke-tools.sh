@@ -105,6 +105,41 @@ escapes() {  # -n 0: only the echoed prompt
     "$("$bin/main" -m "$model" -p 'a\nb' -n 0 --no-escape 2>/dev/null)"
 }
 check "main -p 'a\\nb': escapes processed, --no-escape keeps them" $'[ a\nb][ a\\nb]' escapes
+# constrained output: 200 seeded generations under a JSON schema, each validated by python3-jsonschema
+json_schema_200() {
+  local schema='{"type":"object","properties":{"name":{"type":"string","maxLength":12},"age":{"type":"integer","minimum":0,"maximum":120},"pet":{"enum":["cat","dog","bird"]},"happy":{"type":"boolean"}},"required":["name","age","pet","happy"],"additionalProperties":false}'
+  mkdir -p "$W/js"
+  for s in $(seq 1 200); do
+    "$bin/main" -m "$model" -p "The answer:" -n 400 --temp 0.8 -s "$s" -j "$schema" --log-disable --no-display-prompt \
+      > "$W/js/$s.json" 2>/dev/null || { echo "seed $s: main failed"; return 1; }
+  done
+  /usr/bin/python3 - "$schema" "$W/js" <<'PY'
+import json, jsonschema, os, sys
+schema = json.loads(sys.argv[1])
+ok = 0
+for f in sorted(os.listdir(sys.argv[2])):
+    try:
+        jsonschema.validate(json.loads(open(os.path.join(sys.argv[2], f)).read()), schema)
+        ok += 1
+    except Exception as e:
+        print(f, "invalid:", str(e).splitlines()[0])
+print(f"{ok} valid")
+PY
+}
+check "main -j SCHEMA: 200 seeded generations validate against the schema" "200 valid" json_schema_200
+grammar_file() {  # arithmetic.gbnf: numbers, variables, operators, parentheses, "=", spaces, newlines; anything else is an error
+  local out
+  out=$("$bin/main" -m "$model" -p "x" -n 24 --temp 0.8 -s 1 --grammar-file grammars/arithmetic.gbnf --log-disable \
+        --no-display-prompt) || return 1
+  [ -n "$out" ] && echo "left over: [$(printf '%s' "$out" | tr -d '0-9a-z_+*/().= \n\t-')]"
+}
+check "main --grammar-file: only the grammar's characters" "left over: []" grammar_file
+jinja_chat() {  # a ChatML template as the model's own: 46 prompt tokens (the template's text, not [INST])
+  printf '{%% for m in messages %%}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{%% endfor %%}{%% if add_generation_prompt %%}<|im_start|>assistant\n{%% endif %%}' > "$W/chatml.jinja"
+  "$bin/main" -m "$model" --jinja --chat-template-file "$W/chatml.jinja" -cnv -st -p "Once upon a time" -n 4 --temp 0 2>&1 |
+    grep -o 'prompt eval time .* tokens' | sed 's/.*\/ *\([0-9]*\) tokens/[\1 tokens]/'
+}
+check "main --jinja --chat-template-file: the template renders the turn" "[46 tokens]" jinja_chat
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
 bash scripts/bad-inputs.sh "$build" > "$W/bad.md"

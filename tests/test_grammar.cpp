@@ -315,6 +315,18 @@ TEST_CASE("partial UTF-8: characters split over calls, bad bytes refused early")
     CHECK(k.accept(U'ぁ'));
     CHECK(!k.accept(0x110000));
 
+    // a lead byte is admitted only for the code points it can begin: E0 begins U+0800.., F0 U+10000.. (not
+    // U+0000.. as their value bits alone say) and ED stops at U+D7FF (regression: an ASCII-only grammar took
+    // the byte token <0xE0> / <0xF0>, and then no token could continue the parse)
+    llm_grammar_matcher ascii(parse_ok("root ::= \"{\" [a-z]+ \"}\"\n"));
+    for (const char * lead : {"\xC2", "\xE0", "\xED", "\xF0", "\xF4"})
+        CHECK_MESSAGE(!ascii.can_accept_bytes(lead), "lead byte " << (unsigned)(uint8_t)lead[0]);
+    CHECK(!llm_grammar_matcher(parse_ok("root ::= [\\u0100-\\u07FF]\n")).can_accept_bytes("\xE0"));
+    CHECK(!llm_grammar_matcher(parse_ok("root ::= [\\u0100-\\uFFFF]\n")).can_accept_bytes("\xF0"));
+    CHECK(llm_grammar_matcher(parse_ok("root ::= [\\u0800]\n")).can_accept_bytes("\xE0"));
+    CHECK(llm_grammar_matcher(parse_ok("root ::= [\\U00010000]\n")).can_accept_bytes("\xF0"));
+    CHECK(matches(parse_ok("root ::= [\\uD7FF]\n"), "\xED\x9F\xBF"));
+
     // overlong forms and surrogates are not UTF-8
     auto any = parse_ok("root ::= .*\n");
     CHECK(matches(any, "a\xC3\xA9\xF0\x9F\x8E\x89"));
@@ -696,4 +708,67 @@ TEST_CASE("Llama 2 (SPM) vocab: '▁' and <0xNN> byte tokens under a grammar") {
     REQUIRE(m.accept_token(*toks, v->find_token("<0xA9>")));
     REQUIRE(m.accept_token(*toks, v->find_token("!")));
     CHECK(m.is_complete());
+}
+
+// What llm_sampler::sample does when the chain's pick breaks the grammar (valid_tokens, pick among them,
+// accept_token), with random picks over the 512-token SPM vocab of stories260K (every <0xNN> byte token):
+// every step has a valid token until the grammar completes, and the matcher's bytes are the tokens' bytes.
+// Regression: the lone byte token <0xE0> (or <0xF0>) was valid where only ASCII can follow, and after it
+// no token could continue ("no token can continue the parse at byte 1").
+TEST_CASE("stories260K vocab: random walks of valid_tokens + accept_token never get stuck") {
+    const llm_vocab * v = shared_vocab("models/stories260K.gguf");
+    if (!v) return;
+    auto toks = llm_grammar_tokens_get(*v);
+    REQUIRE(toks->n_vocab == 512);
+    std::string gbnf, err;
+    REQUIRE_MESSAGE(
+        llm_json_schema_to_gbnf(
+            R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":false})",
+            gbnf, &err),
+        err);
+    const std::vector<std::string> grammars = {
+        "root ::= \"{\" [a-z]+ \"}\"\n",
+        gbnf,
+        grammar_file("json"),
+        "root ::= ( [a-z é日本] | \"\\U0001F389\" )+ \".\"\n",
+    };
+    for (size_t gi = 0; gi < grammars.size(); ++gi) {
+        llm_grammar_matcher m(parse_ok(grammars[gi]));
+        for (uint32_t seed = 1; seed <= 8; ++seed) {
+            INFO("grammar " << gi << ", seed " << seed);
+            m.reset();
+            std::mt19937 rng(seed);
+            std::string text;
+            std::vector<int32_t> valid;
+            for (int step = 0; step < 50; ++step) {
+                INFO("step " << step << ", text so far: " << text);
+                m.valid_tokens(*toks, valid);
+                REQUIRE_MESSAGE(!valid.empty(), "no token can continue the parse");
+                std::vector<int32_t> sorted = valid;
+                std::sort(sorted.begin(), sorted.end());
+                CHECK(sorted == brute_valid(m, *toks));
+                // prefer to keep going: EOS only when nothing else is valid or one time in four
+                std::vector<int32_t> cont;
+                for (int32_t id : valid) {
+                    if (!toks->is_eog[id]) cont.push_back(id);
+                }
+                const bool eos = cont.empty() || (m.is_complete() && rng() % 4 == 0);
+                if (eos) {
+                    CHECK(m.is_complete());
+                    CHECK(m.accept_token(*toks, toks->eog_ids[0]));
+                    break;
+                }
+                const int32_t id = cont[rng() % cont.size()];
+                REQUIRE(m.token_valid(*toks, id));
+                REQUIRE(m.accept_token(*toks, id));
+                text += toks->bytes[id];
+                CHECK(m.n_bytes() == text.size());
+                CHECK(m.tail() == text.substr(text.size() - std::min<size_t>(32, text.size())));
+            }
+            // the accepted bytes are a prefix of a sentence of the grammar (and one when complete)
+            llm_grammar_matcher check(parse_ok(grammars[gi]));
+            CHECK(check.accept_bytes(text));
+            CHECK(check.is_complete() == m.is_complete());
+        }
+    }
 }

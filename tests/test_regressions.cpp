@@ -587,7 +587,7 @@ TEST_CASE("args: control bytes in arguments do not break the one-line error") {
     llm_cli_params p;
     std::string err;
     CHECK_FALSE(llm_cli_parse((int) argv.size(), argv.data(), p, &err));
-    check_one_line(err, "unknown argument 'x.llo#\\x0a");
+    check_one_line(err, "unknown argument: x.llo#\\x0a");
 
     const char * argv2[] = {"main", "-n", "1\n2", "--temp", "\x1b[31m"};
     CHECK_FALSE(llm_cli_parse(3, argv2, p, &err));
