@@ -63,22 +63,10 @@ std::u32string jinja_utf8_decode(std::string_view s) {
 }
 
 void jinja_utf8_append(std::string & out, char32_t c) {
-    if (c >= 0xDC80 && c <= 0xDCFF) {
+    if (c >= 0xDC80 && c <= 0xDCFF) {  // a raw byte of invalid UTF-8, kept as Python's surrogateescape does
         out += (char)(c - 0xDC00);
-    } else if (c < 0x80) {
-        out += (char)c;
-    } else if (c < 0x800) {
-        out += (char)(0xC0 | (c >> 6));
-        out += (char)(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-        out += (char)(0xE0 | (c >> 12));
-        out += (char)(0x80 | ((c >> 6) & 0x3F));
-        out += (char)(0x80 | (c & 0x3F));
     } else {
-        out += (char)(0xF0 | (c >> 18));
-        out += (char)(0x80 | ((c >> 12) & 0x3F));
-        out += (char)(0x80 | ((c >> 6) & 0x3F));
-        out += (char)(0x80 | (c & 0x3F));
+        unicode_cpt_append_utf8(out, (uint32_t)c);
     }
 }
 

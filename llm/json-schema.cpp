@@ -6,6 +6,7 @@
 // so optional properties can be left out without dangling commas. Strings inside patterns and formats are
 // matched on their JSON text (a '"' in the data appears as \").
 #include "grammar.h"
+#include "unicode.h"
 
 #include <algorithm>
 #include <cmath>
@@ -77,23 +78,6 @@ const std::set<std::string> KEYWORDS = {"type",
                                         "exclusiveMinimum",
                                         "exclusiveMaximum"};
 
-void unicode_append(std::string & out, uint32_t c) {
-    if (c < 0x80) {
-        out += (char)c;
-    } else if (c < 0x800) {
-        out += (char)(0xC0 | (c >> 6));
-        out += (char)(0x80 | (c & 0x3F));
-    } else if (c < 0x10000) {
-        out += (char)(0xE0 | (c >> 12));
-        out += (char)(0x80 | ((c >> 6) & 0x3F));
-        out += (char)(0x80 | (c & 0x3F));
-    } else {
-        out += (char)(0xF0 | (c >> 18));
-        out += (char)(0x80 | ((c >> 12) & 0x3F));
-        out += (char)(0x80 | ((c >> 6) & 0x3F));
-        out += (char)(0x80 | (c & 0x3F));
-    }
-}
 
 // a GBNF "literal" of UTF-8 text
 std::string lit(const std::string & s) {
@@ -580,7 +564,7 @@ std::string converter::key_not_in(const std::vector<std::string> & keys, const s
         std::string other = "[^\"\\\\\\x00-\\x1F";
         for (const auto & [c, child] : t[i].next) {
             std::string one;
-            unicode_append(one, c);
+            unicode_cpt_append_utf8(one, c);
             alts.push_back(lit(one) + " " + names[child]);
             other += class_char(c);
         }
@@ -818,7 +802,7 @@ class regex_to_gbnf {
     // one character of the data as it appears in JSON text
     static std::string json_char(uint32_t c) {
         std::string s;
-        unicode_append(s, c);
+        unicode_cpt_append_utf8(s, c);
         const std::string enc = json(s).dump(); // with quotes
         return lit(enc.substr(1, enc.size() - 2));
     }

@@ -148,7 +148,7 @@ TEST_CASE("batched sequences on the GPU equal each sequence alone on the CPU") {
         const auto ref = batch_reference(cpu, cp, plans);
         int n = 0;
         const double e = batch_max_err(gpu, cp, plans, ref, &n);
-        MESSAGE((fa ? "flash attention, f16 cache" : "mul_mat attention, f32 cache") << ": " << n
+        MESSAGE(std::string(fa ? "flash attention, f16 cache" : "mul_mat attention, f32 cache") << ": " << n
                 << " rows, max rel err GPU batched vs CPU alone " << e);
         CHECK(n == 70);
         CHECK(e < 2e-3);

@@ -3,6 +3,7 @@
 // output stored, and with several splits the merge by the last block of each kv head).
 #pragma once
 #include "common.cuh"
+#include "fattn-range.cuh"
 #include "quantize.cuh"
 
 struct fa_params {
@@ -73,16 +74,9 @@ static __device__ __forceinline__ void fattn_block_keys(const fa_params & p, int
     kv0 = split * p.kv_per_split;
     kv1 = min(p.n_kv, kv0 + p.kv_per_split);
     if (!p.ranges) return;
-    int lo = INT_MAX, hi = 0;
-    for (int t = t0; t <= t1; ++t) {
-        const int2 r = p.ranges[t];
-        if (r.y > r.x) {
-            lo = min(lo, r.x);
-            hi = max(hi, r.y);
-        }
-    }
-    kv0 = max(kv0, lo == INT_MAX ? 0 : lo);
-    kv1 = min(kv1, hi);
+    const int2 u = fattn_ranges_union(p.ranges, t0, t1);
+    kv0 = max(kv0, u.x);
+    kv1 = min(kv1, u.y);
 }
 
 // The end of a decode kernel of W warps: warp w left its queries' unnormalised output in s_acc[w][j][0..D) and

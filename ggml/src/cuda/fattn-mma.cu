@@ -7,6 +7,7 @@
 // of K rows gives b0/b1. O = P V: A = P, whose fragments are the S accumulators packed to f16 (C -> A layout:
 // n-tiles 2kk, 2kk+1 of S are k-step kk of P); B = V (keys x D, row-major in shared memory): ldmatrix .trans.
 #include "fattn-mma.cuh"
+#include "fattn-range.cuh"
 
 #include <climits>
 
@@ -91,16 +92,9 @@ template <int D> static __global__ void __launch_bounds__(128) k_fattn_mma(const
         kv_end = min(kv_end, p.causal_n_past + q_last / p.r + 1);
     }
     if (p.ranges) { // the union of the block's tokens' visible ranges
-        int lo = INT_MAX, hi = 0;
-        for (int tt = t_lo; tt <= t_hi; ++tt) {
-            const int2 r = p.ranges[tt];
-            if (r.y > r.x) {
-                lo = min(lo, r.x);
-                hi = max(hi, r.y);
-            }
-        }
-        kv_begin = lo == INT_MAX ? 0 : lo;
-        kv_end = min(kv_end, hi);
+        const int2 u = fattn_ranges_union(p.ranges, t_lo, t_hi);
+        kv_begin = u.x;
+        kv_end = min(kv_end, u.y);
     }
     const int tile_begin = kv_begin / FM_BN;
     const int n_tiles = max(0, (kv_end + FM_BN - 1) / FM_BN - tile_begin);

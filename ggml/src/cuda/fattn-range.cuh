@@ -10,3 +10,17 @@
 // stream: one block per token row, reading the row once.
 int2 * ggml_cuda_mask_ranges(ggml_cuda_context & ctx, const char * mask, int64_t row_stride, bool f16, int n_kv,
                              int n_tokens);
+
+// The union of the ranges of tokens t0 .. t1 (the keys a block of their queries must read): {lo, hi}, {0, 0} when
+// none of them sees anything.
+static __device__ __forceinline__ int2 fattn_ranges_union(const int2 * ranges, int t0, int t1) {
+    int lo = INT_MAX, hi = 0;
+    for (int t = t0; t <= t1; ++t) {
+        const int2 r = ranges[t];
+        if (r.y > r.x) {
+            lo = min(lo, r.x);
+            hi = max(hi, r.y);
+        }
+    }
+    return lo == INT_MAX ? make_int2(0, 0) : make_int2(lo, hi);
+}
