@@ -8,6 +8,7 @@
 #include "cuda_test_util.h"  // first: exits 77 (skip) without a GPU
 #include "backend_cases.h"
 #include "ggml-backend.h"
+#include "ggml-cost.h"
 #include "ggml.h"
 
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include <doctest/doctest.h>
 #include <map>
 #include <set>
+#include <string>
 
 #ifdef GGML_USE_CUDA
 
@@ -1488,6 +1490,80 @@ TEST_CASE("context shift on a q8_0/q4_0 K cache: get_rows, rope, and the rows st
                 qt == GGML_TYPE_Q8_0 ? 1e-6 : 1e-4);
         }
     }
+}
+
+TEST_CASE("profile: a decode-like step is timed as a CUDA-graph replay (CUPTI), or eagerly; same output, every "
+          "node timed once") {
+    backends be;
+    const int64_t D = 64, H = 4, HKV = 2, n_kv = 300;
+    ggml_init_params ip = {16u * 1024 * 1024, nullptr, true};
+    ggml_context * ctx = ggml_init(ip);
+    ggml_tensor * x = leaf(ctx, GGML_TYPE_F32, D * H, 1, 1, "x");
+    ggml_tensor * h = ggml_mul(ctx, ggml_rms_norm(ctx, x, 1e-5f), leaf(ctx, GGML_TYPE_F32, D * H, 1, 1, "wn"));
+    ggml_tensor * q = ggml_mul_mat(ctx, leaf(ctx, GGML_TYPE_Q8_0, D * H, D * H, 1, "wq"), h); // [D H]
+    q = ggml_rope_ext(ctx, ggml_reshape_3d(ctx, q, D, H, 1), leaf(ctx, GGML_TYPE_I32, 1, 1, 1, "pos"), nullptr, (int)D,
+                      GGML_ROPE_TYPE_NORMAL, 10000.0f, 1.0f);
+    ggml_tensor * kc = leaf(ctx, GGML_TYPE_F16, D * HKV, 512, 1, "kc");
+    ggml_tensor * vc = leaf(ctx, GGML_TYPE_F16, D * HKV, 512, 1, "vc");
+    ggml_tensor * k = ggml_view_3d(ctx, kc, D, n_kv, HKV, kc->nb[1], D * 2, 0); // [D, n_kv, HKV]
+    ggml_tensor * v = ggml_view_3d(ctx, vc, D, n_kv, HKV, vc->nb[1], D * 2, 0);
+    ggml_tensor * a = ggml_flash_attn_ext(ctx, ggml_permute(ctx, q, 0, 2, 1, 3), k, v, nullptr, 0.125f, (int)n_kv - 1);
+    ggml_tensor * o = ggml_mul_mat(ctx, leaf(ctx, GGML_TYPE_F16, D * H, 300, 1, "wo"), ggml_reshape_2d(ctx, a, D * H, 1));
+    ggml_tensor * out = ggml_add(ctx, ggml_scale(ctx, ggml_silu(ctx, o), 0.5f), o); // [300]
+    ggml_cgraph * gf = ggml_new_graph(ctx);
+    ggml_build_forward_expand(gf, out);
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, be.cuda);
+    REQUIRE(buf != nullptr);
+    for (ggml_tensor * t = ggml_get_first_tensor(ctx); t; t = ggml_get_next_tensor(ctx, t)) {
+        if (t->view_src || t->op != GGML_OP_NONE) continue;
+        const std::vector<uint8_t> b = leaf_bytes(t, 7);
+        ggml_backend_tensor_set(t, b.data(), 0, b.size());
+    }
+    ggml_backend_t bk[2] = {be.cuda, be.cpu};
+    ggml_backend_sched_t sched = ggml_backend_sched_new(bk, 2, GGML_DEFAULT_GRAPH_SIZE);
+    REQUIRE(ggml_backend_sched_alloc_graph(sched, gf));
+    const auto output = [&] {
+        std::vector<float> r(ggml_nelements(out));
+        ggml_backend_tensor_get(out, r.data(), 0, ggml_nbytes(out));
+        return r;
+    };
+    for (int i = 0; i < 3; ++i) // eager, capture, replay: the normal path's output
+        REQUIRE(ggml_backend_sched_graph_compute(sched, gf) == GGML_STATUS_SUCCESS);
+    const std::vector<float> want = output();
+    for (const char * mode : {"replay", "eager"}) {
+        CAPTURE(mode);
+        if (std::string(mode) == "eager") setenv("GGML_CUDA_PROFILE_EAGER", "1", 1);
+        std::vector<float> poison(want.size(), NAN);
+        ggml_backend_tensor_set(out, poison.data(), 0, ggml_nbytes(out));
+        ggml_backend_sched_set_profile(sched, true);
+        REQUIRE(ggml_backend_sched_graph_compute(sched, gf) == GGML_STATUS_SUCCESS);
+        ggml_backend_sched_set_profile(sched, false);
+        unsetenv("GGML_CUDA_PROFILE_EAGER");
+        CHECK(output() == want); // the profiled run computes the step, bit for bit as the normal path
+        const ggml_profile * p = ggml_backend_sched_get_profile(sched);
+        REQUIRE(p != nullptr);
+        const int n_nodes = ggml_graph_n_nodes(gf);
+        std::vector<int> covered(n_nodes, 0);
+        double sum = 0;
+        for (const ggml_profile_node & r : p->nodes) {
+            CHECK(r.us >= 0);
+            CHECK(r.backend == "CUDA0");
+            sum += r.us;
+            for (int j = r.node; j < r.node + r.n_nodes; ++j)
+                covered[j]++;
+        }
+        for (int j = 0; j < n_nodes; ++j) {
+            const ggml_tensor * t = ggml_graph_node(gf, j);
+            INFO("node ", j, " ", t->name, " ", ggml_op_name(t->op));
+            if (!ggml_is_view_op(t->op) && t->op != GGML_OP_NONE) CHECK(covered[j] == 1);
+        }
+        MESSAGE(mode, ": ", p->nodes.size(), " records, ", sum, " us of ", p->wall_us, " us profiled wall");
+        CHECK(sum > 0);
+        CHECK(sum <= p->wall_us);
+    }
+    ggml_backend_sched_free(sched);
+    ggml_backend_buffer_free(buf);
+    ggml_free(ctx);
 }
 
 #endif

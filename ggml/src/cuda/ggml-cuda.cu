@@ -957,8 +957,10 @@ static ggml_status cuda_graph_compute_impl(ggml_backend_t backend, ggml_cgraph *
     return GGML_STATUS_SUCCESS;
 }
 
-// ggml_backend_i::graph_compute_profile (ggml_backend_sched_set_profile): an eager run, the same fusions, an event
-// after each launch or fused group (profile.cu)
+// ggml_backend_i::graph_compute_profile (ggml_backend_sched_set_profile), with the same fusions and in the form the
+// normal path runs the graph (profile.cu): a graph the normal path captures (decode steps) is captured and replayed
+// under CUPTI; one it runs eagerly (prompts), or any where CUPTI is missing, eagerly with an event after each
+// launch or fused group.
 static ggml_status cuda_graph_compute_profile(ggml_backend_t backend, ggml_cgraph * gf,
                                               void (*rec)(void *, int, int, double), void * user) {
     ggml_cuda_context & ctx = *(ggml_cuda_context *)backend->context;
@@ -968,7 +970,9 @@ static ggml_status cuda_graph_compute_profile(ggml_backend_t backend, ggml_cgrap
     if (ctx.use_graphs) ctx.graphs->last_id = 0; // the next call looks its graph up again
     ctx.pool.reset();
     ctx.qcache = ctx.hcache = {};
-    ggml_cuda_profile_graph(ctx, gf, [&](int i) { return run_fused(ctx, gf, i, fused[i]); }, rec, user);
+    const auto run = [&](int i) { return run_fused(ctx, gf, i, fused[i]); };
+    if (!(ctx.use_graphs && graph_is_capturable(gf) && ggml_cuda_profile_graph_replay(ctx, gf, run, rec, user)))
+        ggml_cuda_profile_graph(ctx, gf, run, rec, user);
     if (ctx.pool.settle() && ctx.use_graphs) ctx.graphs->clear_execs(); // scratch grew: captured addresses stale
     return GGML_STATUS_SUCCESS;
 }

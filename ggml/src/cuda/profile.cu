@@ -17,9 +17,19 @@
 #include "ggml-cuda.h"
 #include "profile.cuh"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
+#include <mutex>
 #include <vector>
+
+#ifdef GGML_CUDA_CUPTI
+#include <cupti.h>
+#if CUPTI_API_VERSION < 130000 // the record layouts below are CUDA 13's
+#undef GGML_CUDA_CUPTI
+#endif
+#endif
 
 // how long the gate holds the stream at most: a launch queue that fills up before the host has queued every
 // launch then still drains (the later groups' times would include launch gaps: warned about)
@@ -89,6 +99,164 @@ void ggml_cuda_profile_graph(ggml_cuda_context & ctx, ggml_cgraph * gf, const st
     for (auto & e : ev)
         CUDA_CHECK(cudaEventDestroy(e));
 }
+
+// ---- replay under CUPTI -----------------------------------------------------------------------
+#ifdef GGML_CUDA_CUPTI
+namespace {
+struct cupti_span {
+    uint64_t start, end; // ns, GPU timestamps
+    uint32_t node;       // the graph node's index in its graph (the low word of CUPTI's graphNodeId)
+};
+std::mutex g_cupti_mu;
+std::vector<cupti_span> g_cupti_spans; // records of graph-launched work since the last take
+
+void CUPTIAPI cupti_buffer_request(uint8_t ** buf, size_t * size, size_t * max_records) {
+    *size = 4u << 20;
+    *buf = (uint8_t *)std::aligned_alloc(8, *size);
+    *max_records = 0;
+}
+
+void CUPTIAPI cupti_buffer_complete(CUcontext, uint32_t, uint8_t * buf, size_t, size_t valid) {
+    std::lock_guard<std::mutex> lock(g_cupti_mu);
+    CUpti_Activity * r = nullptr;
+    while (buf && cuptiActivityGetNextRecord(buf, valid, &r) == CUPTI_SUCCESS) {
+        cupti_span s{};
+        uint32_t graph = 0;
+        if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || r->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+            const auto * k = (const CUpti_ActivityKernel10 *)r;
+            s = {k->start, k->end, (uint32_t)k->graphNodeId};
+            graph = k->graphId;
+        } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+            const auto * k = (const CUpti_ActivityMemcpy6 *)r;
+            s = {k->start, k->end, (uint32_t)k->graphNodeId};
+            graph = k->graphId;
+        } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+            const auto * k = (const CUpti_ActivityMemset4 *)r;
+            s = {k->start, k->end, (uint32_t)k->graphNodeId};
+            graph = k->graphId;
+        } else {
+            continue;
+        }
+        if (graph != 0) g_cupti_spans.push_back(s);
+    }
+    std::free(buf);
+}
+
+constexpr CUpti_ActivityKind k_cupti_kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                                 CUPTI_ACTIVITY_KIND_MEMSET};
+
+// CUPTI's activity buffers registered (once) and the record kinds on; false (with a warning, once) where CUPTI
+// refuses, e.g. another profiler holds it
+bool cupti_begin() {
+    static const bool registered = [] {
+        const CUptiResult r = cuptiActivityRegisterCallbacks(cupti_buffer_request, cupti_buffer_complete);
+        if (r != CUPTI_SUCCESS) {
+            const char * msg = "?";
+            cuptiGetResultString(r, &msg);
+            GGML_LOG_WARN("%s: CUPTI unavailable (%s): CUDA nodes are timed eagerly, one event per launch\n",
+                          "ggml_cuda_profile_graph_replay", msg);
+        }
+        return r == CUPTI_SUCCESS;
+    }();
+    if (!registered) return false;
+    for (CUpti_ActivityKind k : k_cupti_kinds)
+        if (cuptiActivityEnable(k) != CUPTI_SUCCESS) {
+            for (CUpti_ActivityKind d : k_cupti_kinds)
+                cuptiActivityDisable(d);
+            return false;
+        }
+    return true;
+}
+
+// the records of everything launched since cupti_begin, in no particular order; the kinds off again
+std::vector<cupti_span> cupti_end() {
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    for (CUpti_ActivityKind k : k_cupti_kinds)
+        cuptiActivityDisable(k);
+    std::lock_guard<std::mutex> lock(g_cupti_mu);
+    std::vector<cupti_span> out;
+    out.swap(g_cupti_spans);
+    return out;
+}
+} // namespace
+
+bool ggml_cuda_profile_graph_replay(ggml_cuda_context & ctx, ggml_cgraph * gf, const std::function<int(int)> & run,
+                                    void (*rec)(void * user, int i, int n, double us), void * user) {
+    if (std::getenv("GGML_CUDA_PROFILE_EAGER")) return false;
+    if (!cupti_begin()) return false;
+    {
+        std::lock_guard<std::mutex> lock(g_cupti_mu);
+        g_cupti_spans.clear();
+    }
+    // capture, counting the graph's nodes after each group: group k owns nodes [bound[k-1], bound[k])
+    std::vector<std::pair<int, int>> groups; // (first graph node, node count)
+    std::vector<size_t> bound;
+    CUDA_CHECK(cudaStreamBeginCapture(ctx.stream, cudaStreamCaptureModeRelaxed));
+    for (int i = 0; i < gf->n_nodes;) {
+        const ggml_tensor * t = gf->nodes[i];
+        if (ggml_nelements(t) == 0 || ggml_is_view_op(t->op) || t->op == GGML_OP_NONE) {
+            ++i;
+            continue;
+        }
+        const int n = run(i);
+        GGML_ASSERT(n >= 1);
+        cudaStreamCaptureStatus st;
+        cudaGraph_t cg = nullptr;
+        size_t n_graph_nodes = 0;
+        CUDA_CHECK(cudaStreamGetCaptureInfo(ctx.stream, &st, nullptr, &cg, nullptr, nullptr, nullptr));
+        CUDA_CHECK(cudaGraphGetNodes(cg, nullptr, &n_graph_nodes));
+        groups.push_back({i, n});
+        bound.push_back(n_graph_nodes);
+        i += n;
+    }
+    cudaGraph_t g = nullptr;
+    CUDA_CHECK(cudaStreamEndCapture(ctx.stream, &g));
+    cudaGraphExec_t exec = nullptr;
+    CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+    CUDA_CHECK(cudaGraphUpload(exec, ctx.stream)); // the first launch's upload is not the step's
+    CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+    CUDA_CHECK(cudaGraphLaunch(exec, ctx.stream));
+    CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+    std::vector<cupti_span> spans = cupti_end();
+    CUDA_CHECK(cudaGraphExecDestroy(exec));
+    CUDA_CHECK(cudaGraphDestroy(g));
+
+    // A group's time is what it adds to the step: from the end of the work before it (the previous group's last
+    // end, or the first start) to the end of its own last node. Under programmatic dependent launch a kernel
+    // starts before its predecessor ends: its early part overlaps and is not counted twice, so the times sum
+    // to the replay's GPU span.
+    const size_t n_nodes = bound.empty() ? 0 : bound.back();
+    std::vector<uint64_t> node_end(n_nodes, 0);
+    uint64_t first = UINT64_MAX;
+    size_t n_seen = 0;
+    for (const cupti_span & s : spans) {
+        if (s.node >= n_nodes) continue;
+        n_seen += node_end[s.node] == 0;
+        node_end[s.node] = std::max(node_end[s.node], s.end);
+        first = std::min(first, s.start);
+    }
+    if (n_seen != n_nodes)
+        GGML_LOG_WARN("%s: CUPTI reported %zu of the replay's %zu graph nodes: groups without records read 0 us\n",
+                      __func__, n_seen, n_nodes);
+    uint64_t prev = first;
+    size_t lo = 0;
+    for (size_t k = 0; k < groups.size(); ++k) {
+        uint64_t end = 0;
+        for (size_t j = lo; j < bound[k]; ++j)
+            end = std::max(end, node_end[j]);
+        lo = bound[k];
+        const double us = end > prev ? (end - prev) * 1e-3 : 0.0;
+        if (end > prev) prev = end;
+        rec(user, groups[k].first, groups[k].second, us);
+    }
+    return true;
+}
+#else
+bool ggml_cuda_profile_graph_replay(ggml_cuda_context &, ggml_cgraph *, const std::function<int(int)> &,
+                                    void (*)(void *, int, int, double), void *) {
+    return false;
+}
+#endif
 
 bool ggml_backend_cuda_peak_tflops(int device, double * f32, double * f16, double * int8) {
     *f32 = *f16 = *int8 = 0;
