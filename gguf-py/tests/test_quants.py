@@ -123,11 +123,17 @@ def i8(v: int) -> int:
 
 # ---- legacy ---------------------------------------------------------------------------------------------
 
-def ref_q4_0(x):
+def _absmax(x):
+    """The value of largest magnitude, sign kept (the first of equals), as ggml's reference quantizers pick it."""
     amax, mx = f(0), f(0)
     for v in x:
         if amax < abs(v):
             amax, mx = abs(v), v
+    return mx
+
+
+def ref_q4_0(x):
+    mx = _absmax(x)
     d = f(mx / f(-8))
     idv = f(f(1) / d) if d else f(0)
     q = [min(15, int(f(f(v * idv) + f(8.5)))) for v in x]
@@ -161,10 +167,7 @@ def _q5_pack(q):
 
 
 def ref_q5_0(x):
-    amax, mx = f(0), f(0)
-    for v in x:
-        if amax < abs(v):
-            amax, mx = abs(v), v
+    mx = _absmax(x)
     d = f(mx / f(-16))
     idv = f(f(1) / d) if d else f(0)
     return h16(d) + _q5_pack([min(31, int(f(f(v * idv) + f(16.5)))) for v in x])
