@@ -252,11 +252,8 @@ def make_qkx2_quants(n, nmax, x, weights, rmin, rdelta, nstep, use_mad):
 
 
 def make_q3_quants(n, nmax, x):
-    mx, amax = f(0), f(0)
-    for v in x:
-        if abs(v) > amax:
-            amax, mx = abs(v), v
-    if amax < f(1e-15):
+    mx = _absmax(x)
+    if abs(mx) < f(1e-15):
         return f(0), [0] * n
     iscale = f(f(-nmax) / mx)
     sumlx = suml2 = f(0)
@@ -287,11 +284,8 @@ def make_q3_quants(n, nmax, x):
 
 def make_qx_quants_1(n, nmax, x):
     """make_qx_quants(n, nmax, x, L, rmse_type = 1, qw = NULL)"""
-    mx, amax = f(0), f(0)
-    for v in x:
-        if abs(v) > amax:
-            amax, mx = abs(v), v
-    if amax < f(1e-15):
+    mx = _absmax(x)
+    if abs(mx) < f(1e-15):
         return f(0), [0] * n
 
     def sums(iscale):
