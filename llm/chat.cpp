@@ -1,10 +1,11 @@
 // chat.cpp - chat templates (see chat.h).
 #include "chat.h"
+
 #include "jinja.h"
 
 #include <nlohmann/json.hpp>
-
 #include <sstream>
+#include <utility>
 
 static std::string trim(const std::string & s) {
     const char * ws = " \t\n\r";
@@ -65,14 +66,26 @@ std::string llm_chat_apply(llm_chat_template t, const std::vector<llm_chat_msg> 
     return ss.str();
 }
 
-std::string llm_chat_delta(llm_chat_template t, const std::vector<llm_chat_msg> & past,
-                           const std::vector<llm_chat_msg> & added, bool add_assistant) {
+bool llm_chat_delta(const llm_chat_render_fn & render, const std::vector<llm_chat_msg> & past,
+                    const std::vector<llm_chat_msg> & added, bool add_assistant, std::string * delta) {
     std::vector<llm_chat_msg> all = past;
     all.insert(all.end(), added.begin(), added.end());
-    const std::string before = past.empty() ? std::string() : llm_chat_apply(t, past, false);
-    const std::string after = llm_chat_apply(t, all, add_assistant);
-    if (after.compare(0, before.size(), before) == 0) return after.substr(before.size());
-    return after;  // the template re-rendered earlier turns: caller must re-evaluate
+    std::string before, after;
+    if ((!past.empty() && !render(past, false, &before)) || !render(all, add_assistant, &after)) return false;
+    *delta = after.compare(0, before.size(), before) == 0 ? after.substr(before.size()) : std::move(after);
+    return true;
+}
+
+std::string llm_chat_delta(llm_chat_template t, const std::vector<llm_chat_msg> & past,
+                           const std::vector<llm_chat_msg> & added, bool add_assistant) {
+    std::string delta;
+    llm_chat_delta(
+        [t](const std::vector<llm_chat_msg> & msgs, bool add, std::string * out) {
+            *out = llm_chat_apply(t, msgs, add);
+            return true;
+        },
+        past, added, add_assistant, &delta);
+    return delta;
 }
 
 bool llm_chat_apply_jinja(const std::string & tmpl, const nlohmann::json & messages, const nlohmann::json & tools,

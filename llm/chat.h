@@ -5,10 +5,11 @@
 //   std::string prompt = llm_chat_apply(t, hist, /*add_assistant=*/true);
 //   // later turns: tokenize only what the new messages add to the formatted history
 //   std::string delta = llm_chat_delta(t, hist_before, new_msgs, true);
+//   // any other renderer (a Jinja template): llm_chat_delta(render_fn, hist_before, new_msgs, true, &delta)
 #pragma once
 
+#include <functional>
 #include <nlohmann/json_fwd.hpp>
-
 #include <string>
 #include <vector>
 
@@ -28,7 +29,17 @@ llm_chat_template llm_chat_detect(const std::string & jinja, bool vocab_has_llam
 // Format a whole conversation as llama.cpp's llama_chat_apply_template does (no BOS: the
 // tokenizer adds it). add_assistant appends the opening of the assistant's turn.
 std::string       llm_chat_apply(llm_chat_template t, const std::vector<llm_chat_msg> & msgs, bool add_assistant);
-// The text that new messages add after the already formatted (and evaluated) history.
+
+// Renders a conversation into *out (add_assistant: open the assistant's turn); false on failure (the renderer
+// keeps its own error).
+using llm_chat_render_fn =
+    std::function<bool(const std::vector<llm_chat_msg> & msgs, bool add_assistant, std::string * out)>;
+// The text that new messages add after the already rendered (and evaluated) history: render(past + added)
+// less its prefix render(past). A template that re-renders earlier turns differently gives the whole text
+// (rare; still correct for the model, which then reads the history twice). False when render fails.
+bool llm_chat_delta(const llm_chat_render_fn & render, const std::vector<llm_chat_msg> & past,
+                    const std::vector<llm_chat_msg> & added, bool add_assistant, std::string * delta);
+// The same with a built-in template (which cannot fail).
 std::string       llm_chat_delta(llm_chat_template t, const std::vector<llm_chat_msg> & past,
                                  const std::vector<llm_chat_msg> & added, bool add_assistant);
 

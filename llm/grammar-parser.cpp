@@ -647,6 +647,16 @@ void append_escaped(std::string & out, uint32_t c, bool in_class) {
 
 } // namespace
 
+void llm_grammar_escape_bytes(std::string & out, std::string_view bytes) {
+    for (unsigned char c : bytes) {
+        if (c < 0x80) {
+            append_escaped(out, c, false);
+        } else {
+            out += (char)c; // UTF-8 passes through
+        }
+    }
+}
+
 std::string llm_grammar_to_gbnf(const llm_grammar & g) {
     std::string out;
     for (const llm_grammar_rule & r : g.rules) {

@@ -84,6 +84,10 @@ std::shared_ptr<const llm_grammar> llm_grammar_parse(std::string_view text, std:
 // GBNF text of a parsed grammar (rules in order, helpers included); parsing it gives the same language.
 std::string llm_grammar_to_gbnf(const llm_grammar & g);
 
+// Appends bytes as the inside of a GBNF "literal", on one line: \" \\ \n \r \t, other control bytes as \xNN,
+// everything else (UTF-8 included) as it is. Also how messages quote generated text.
+void llm_grammar_escape_bytes(std::string & out, std::string_view bytes);
+
 //
 // per-vocab token bytes
 //

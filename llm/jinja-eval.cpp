@@ -33,6 +33,18 @@ static std::shared_ptr<jinja_frame> frame_child(const std::shared_ptr<jinja_fram
     return f;
 }
 
+namespace {
+// puts the renderer's frame back as it was when the scope ends, by a throw too
+struct frame_restore {
+    jinja_renderer & r;
+    const std::shared_ptr<jinja_frame> saved;
+    explicit frame_restore(jinja_renderer & r) : r(r), saved(r.frame) {}
+    ~frame_restore() { r.frame = saved; }
+    frame_restore(const frame_restore &) = delete;
+    frame_restore & operator=(const frame_restore &) = delete;
+};
+} // namespace
+
 void jinja_fail_undefined(const jinja_value & v, uint32_t pos) {
     const std::string & h = v.undefined_hint();
     if (h.compare(0, 13, "SecurityError") == 0 || h.compare(0, 11, "unsupported") == 0) jinja_fail(pos, h);
@@ -692,43 +704,25 @@ jinja_flow jinja_renderer::exec_for(const jinja_stmt & s) {
             step(s.pos);
             auto f = frame_child(frame);
             assign(s, it, *f);
-            std::shared_ptr<jinja_frame> saved = frame;
+            frame_restore rs(*this);
             frame = f;
-            bool ok;
-            try {
-                ok = jinja_truthy(eval(*s.cond));
-            } catch (...) {
-                frame = saved;
-                throw;
-            }
-            frame = saved;
-            if (ok) kept.push_back(std::move(it));
+            if (jinja_truthy(eval(*s.cond))) kept.push_back(std::move(it));
         }
         items.swap(kept);
     }
     if (items.empty()) {
         if (s.bodies.size() > 1) {
-            std::shared_ptr<jinja_frame> saved = frame;
-            struct restore {
-                jinja_renderer & r;
-                std::shared_ptr<jinja_frame> fr;
-                ~restore() { r.frame = fr; }
-            } rs{*this, saved};
-            frame = frame_child(saved);
+            frame_restore rs(*this);
+            frame = frame_child(rs.saved);
             exec(s.bodies[1]);
         }
         return JINJA_FLOW_NORMAL;
     }
     const int64_t n = (int64_t)items.size();
-    std::shared_ptr<jinja_frame> saved = frame;
-    struct restore {
-        jinja_renderer & r;
-        std::shared_ptr<jinja_frame> fr;
-        ~restore() { r.frame = fr; }
-    } rs{*this, saved};
+    frame_restore rs(*this);
     for (int64_t i = 0; i < n; ++i) {
         step(s.pos);
-        auto f = frame_child(saved);
+        auto f = frame_child(rs.saved);
         assign(s, items[(size_t)i], *f);
         jinja_value loop = jinja_value::dict();
         auto & d = *loop.d;
@@ -850,13 +844,8 @@ jinja_flow jinja_renderer::exec(const jinja_stmt_list & body) {
                 auto f = frame_child(frame);
                 for (size_t k = 0; k < s.targets.size(); ++k)
                     f->set(s.targets[k], eval(*s.conds[k]));
-                std::shared_ptr<jinja_frame> saved = frame;
+                frame_restore rs(*this);
                 frame = f;
-                struct restore {
-                    jinja_renderer & r;
-                    std::shared_ptr<jinja_frame> fr;
-                    ~restore() { r.frame = fr; }
-                } rs{*this, saved};
                 const jinja_flow fl = exec(s.bodies[0]);
                 if (fl != JINJA_FLOW_NORMAL) return fl;
                 break;

@@ -78,28 +78,17 @@ const std::set<std::string> KEYWORDS = {"type",
                                         "exclusiveMinimum",
                                         "exclusiveMaximum"};
 
+// the code point at s[i], i moved past it (s comes from parsed JSON, so it is valid UTF-8)
+uint32_t next_cpt(std::string_view s, size_t & i) {
+    uint32_t c = 0;
+    if (!unicode_cpt_from_utf8(s, i, c)) c = (unsigned char)s[i++]; // not reached with valid UTF-8
+    return c;
+}
 
 // a GBNF "literal" of UTF-8 text
 std::string lit(const std::string & s) {
     std::string out = "\"";
-    char buf[8];
-    for (unsigned char c : s) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += (char)c;
-        } else if (c == '\n') {
-            out += "\\n";
-        } else if (c == '\r') {
-            out += "\\r";
-        } else if (c == '\t') {
-            out += "\\t";
-        } else if (c < 0x20 || c == 0x7F) {
-            snprintf(buf, sizeof(buf), "\\x%02X", c);
-            out += buf;
-        } else {
-            out += (char)c;
-        }
-    }
+    llm_grammar_escape_bytes(out, s);
     return out + "\"";
 }
 
@@ -535,14 +524,8 @@ std::string converter::key_not_in(const std::vector<std::string> & keys, const s
     std::vector<tnode> t(1);
     for (const std::string & k : keys) {
         int cur = 0;
-        // decode UTF-8 (the keys come from valid JSON)
         for (size_t i = 0; i < k.size();) {
-            const unsigned char b = (unsigned char)k[i];
-            int n = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
-            uint32_t c = n == 1 ? b : b & (0x7F >> n);
-            for (int j = 1; j < n && i + j < k.size(); ++j)
-                c = (c << 6) | ((unsigned char)k[i + j] & 0x3F);
-            i += n;
+            const uint32_t c = next_cpt(k, i);
             auto it = t[cur].next.find(c);
             if (it == t[cur].next.end()) {
                 t[cur].next[c] = (int)t.size();
@@ -854,15 +837,7 @@ class regex_to_gbnf {
         return v;
     }
 
-    uint32_t utf8_char() { // one code point of the pattern text
-        const unsigned char b = (unsigned char)re_[p_];
-        int n = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
-        uint32_t c = n == 1 ? b : b & (0x7F >> n);
-        for (int j = 1; j < n && p_ + j < re_.size(); ++j)
-            c = (c << 6) | ((unsigned char)re_[p_ + j] & 0x3F);
-        p_ += n;
-        return c;
-    }
+    uint32_t utf8_char() { return next_cpt(re_, p_); } // one code point of the pattern text
 
     // an escape after '\': a class (d w s and negations) into r, or one code point (returned, r untouched)
     bool escape(std::vector<std::pair<uint32_t, uint32_t>> & r, bool & negated, uint32_t & cpt) {

@@ -302,7 +302,11 @@ bool llm_kv_seq_add(llm_kv_cache & kv, const llm_model & model, ggml_backend_sch
         if (err) *err = "llm_kv_seq_add: the shift graph failed to allocate or compute";
         return false;
     }
-    for (int32_t j : rows) kv.cells[j].pos += delta;
-    llm_kv_recount(kv);
+    uint64_t moved = 0; // the sequences that see a moved cell
+    for (int32_t j : rows) {
+        kv.cells[j].pos += delta;
+        moved |= kv.cells[j].seq;
+    }
+    llm_kv_recount_pos_max(kv, moved);
     return true;
 }

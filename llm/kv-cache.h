@@ -88,7 +88,9 @@ void llm_kv_seq_rm(llm_kv_cache & kv, int seq, int p0, int p1);
 void llm_kv_seq_cp(llm_kv_cache & kv, int src, int dst, int p0, int p1);
 void llm_kv_seq_keep(llm_kv_cache & kv, int seq);
 void llm_kv_free_cells(llm_kv_cache & kv, const int32_t * cells, int n);  // undo llm_kv_place (a failed step)
-void llm_kv_recount(llm_kv_cache & kv);  // used, used_end and seq_pos_max again from the cells (after edits)
+// The edits above keep used, used_end and seq_pos_max up to date as they go (kv-cells.cpp says how).
+void llm_kv_recount(llm_kv_cache & kv); // all three again from all n_ctx cells (the reference the tests check)
+void llm_kv_recount_pos_max(llm_kv_cache & kv, uint64_t seqs); // seq_pos_max of the sequences (bits) only
 
 // Write k_cur [n_embd_k_gqa, n_tokens] and v_cur [n_embd_v_gqa, n_tokens] into the cells named by the i32
 // tensor cells [n_tokens] of layer il (SET_ROWS: the graph does not change with the cell numbers); the writes

@@ -56,25 +56,10 @@ void llm_sampler::clear_grammar() {
 
 // printable rendering of the end of the text, for messages
 static std::string quote_tail(const std::string & t) {
-    std::string out;
-    char        buf[8];
-    size_t      i = 0;
+    size_t i = 0;
     while (i < t.size() && ((unsigned char) t[i] & 0xC0) == 0x80) ++i;  // begin on a character
-    for (unsigned char c : t.substr(i)) {
-        if (c == '"' || c == '\\') {
-            out += '\\';
-            out += (char) c;
-        } else if (c == '\n') {
-            out += "\\n";
-        } else if (c == '\t') {
-            out += "\\t";
-        } else if (c < 0x20 || c == 0x7F) {
-            snprintf(buf, sizeof(buf), "\\x%02X", c);
-            out += buf;
-        } else {
-            out += (char) c;  // UTF-8 passes through
-        }
-    }
+    std::string out;
+    llm_grammar_escape_bytes(out, std::string_view(t).substr(i));
     return out;
 }
 

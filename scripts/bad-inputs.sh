@@ -224,6 +224,17 @@ case_ "bench: --probe-mib 0" fail "$bin/bench" -m "$story" --probe-mib 0
 case_ "graph-dump: unknown flag" fail "$bin/graph-dump" --frob
 case_ "graph-dump: unwritable prefix" fail "$bin/graph-dump" -o "$W/nodir/sub/g"
 
+# ---- llm-server flags (rejected before the model loads or a port opens) ------------------------------
+if [ -x "$bin/llm-server" ]; then
+  case_want "bad value for -fa: 'maybe' (on, off or auto)" "llm-server: -fa maybe" "$bin/llm-server" -m "$story" -fa maybe
+  case_want "bad value for -fa: 'yes' (on, off or auto)" "llm-server: --flash-attn yes" "$bin/llm-server" -m "$story" --flash-attn yes
+  case_want "-np: '0' is not an integer in [1, 64]" "llm-server: -np 0" "$bin/llm-server" -m "$story" -np 0
+  case_want "is not one of f32, f16, q8_0, q4_0" "llm-server: unknown KV cache type" "$bin/llm-server" -m "$story" -ctk q5_1
+  case_want "unknown flag '--frob'" "llm-server: unknown flag" "$bin/llm-server" -m "$story" --frob
+else
+  echo "| llm-server flags | - | $bin/llm-server not built (cpp-httplib missing?) | - | skipped |"
+fi
+
 # ---- quantize outputs ------------------------------------------------------------------------------
 case_want "valid types: Q4_0, Q4_1" "quantize: unknown type" "$bin/quantize" "$story" "$W/o.gguf" q4_x
 case_want "valid types: Q4_0, Q4_1" "quantize: unknown type (iq2_xxs)" "$bin/quantize" "$story" "$W/o.gguf" iq2_xxs

@@ -2,6 +2,7 @@
 #include "chat.h"
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 TEST_CASE("llama3 template") {
     std::vector<llm_chat_msg> m = {{"system", "You are helpful."}, {"user", "Hello"}};
@@ -30,6 +31,46 @@ TEST_CASE("delta of a new turn is the suffix of the whole conversation") {
         CHECK(d.find("How are you?") != std::string::npos);
         CHECK(d.find("Hello!") == std::string::npos);
     }
+}
+
+TEST_CASE("delta with a renderer: a Jinja template, one that re-renders the past, one that fails") {
+    // a ChatML-like Jinja template, rendered as llm-main --jinja renders it
+    const std::string tmpl = "{{ bos_token }}{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
+                             "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}";
+    std::string err;
+    auto jinja = [&](const std::vector<llm_chat_msg> & msgs, bool add_assistant, std::string * out) {
+        nlohmann::json j = nlohmann::json::array();
+        for (const auto & m : msgs)
+            j.push_back({{"role", m.role}, {"content", m.content}});
+        return llm_chat_apply_jinja(tmpl, j, nullptr, add_assistant, "<s>", "</s>", out, &err);
+    };
+    std::vector<llm_chat_msg> past;
+    std::string d;
+    REQUIRE_MESSAGE(llm_chat_delta(jinja, past, {{"system", "S"}, {"user", "Hi"}}, true, &d), err);
+    CHECK(d == "<s><|im_start|>system\nS<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+    past = {{"system", "S"}, {"user", "Hi"}, {"assistant", "Hello!"}};
+    REQUIRE_MESSAGE(llm_chat_delta(jinja, past, {{"user", "Bye"}}, true, &d), err);
+    CHECK(d == "<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n");  // the reply is in the past
+
+    // a renderer whose output for the past changes with what follows: the whole text
+    auto counting = [](const std::vector<llm_chat_msg> & msgs, bool, std::string * out) {
+        *out = std::to_string(msgs.size()) + ":";
+        for (const auto & m : msgs)
+            *out += m.content;
+        return true;
+    };
+    REQUIRE(llm_chat_delta(counting, {{"user", "a"}}, {{"user", "b"}}, true, &d));
+    CHECK(d == "2:ab");
+
+    // a failing renderer: false, and the renderer's own error
+    auto failing = [&](const std::vector<llm_chat_msg> & msgs, bool, std::string *) {
+        err = "render failed at " + std::to_string(msgs.size());
+        return false;
+    };
+    CHECK(!llm_chat_delta(failing, {{"user", "a"}}, {{"user", "b"}}, true, &d));
+    CHECK(err == "render failed at 1");
+    CHECK(!llm_chat_delta(failing, {}, {{"user", "b"}}, true, &d));
+    CHECK(err == "render failed at 1");
 }
 
 TEST_CASE("template detection") {

@@ -102,6 +102,19 @@ bool file_exists(const std::string & path) {
     return stat(path.c_str(), &st) == 0;
 }
 
+// a file under LLM_SHARED, read without its data; nullptr (the case SKIPs) when it is missing
+gguf_context * open_shared(const std::string & rel) {
+    const std::string path = llm_shared_path(rel);
+    if (!file_exists(path)) {
+        MESSAGE("SKIPPED: " << path << " not found");
+        return nullptr;
+    }
+    std::string err;
+    gguf_context * g = gguf_init_from_file(path.c_str(), k_no_alloc, &err);
+    REQUIRE_MESSAGE(g != nullptr, err);
+    return g;
+}
+
 // A private temp directory for this process, removed at exit.
 struct tmp_dir {
     std::string path;
@@ -522,14 +535,8 @@ TEST_CASE("stories260K.gguf: known values, tensors match stories260K.bin") {
 }
 
 TEST_CASE("ggml-vocab-llama-spm.gguf: vocab-only file") {
-    const std::string path = llm_shared_path("models/ggml-vocab-llama-spm.gguf");
-    if (!file_exists(path)) {
-        MESSAGE("SKIPPED: " << path << " not found");
-        return;
-    }
-    std::string err;
-    gguf_context * g = gguf_init_from_file(path.c_str(), k_no_alloc, &err);
-    REQUIRE_MESSAGE(g != nullptr, err);
+    gguf_context * g = open_shared("models/ggml-vocab-llama-spm.gguf");
+    if (!g) return;
     CHECK(gguf_get_n_tensors(g) == 0);
     CHECK(std::string(gguf_get_val_str(g, gguf_find_key(g, "general.architecture"))) == "llama");
     CHECK(std::string(gguf_get_val_str(g, gguf_find_key(g, "tokenizer.ggml.model"))) == "llama");
@@ -546,14 +553,8 @@ TEST_CASE("ggml-vocab-llama-spm.gguf: vocab-only file") {
 }
 
 TEST_CASE("llama-2-tiny-random.gguf: f16 tensors") {
-    const std::string path = llm_shared_path("models/llama-2-tiny-random.gguf");
-    if (!file_exists(path)) {
-        MESSAGE("SKIPPED: " << path << " not found");
-        return;
-    }
-    std::string err;
-    gguf_context * g = gguf_init_from_file(path.c_str(), k_no_alloc, &err);
-    REQUIRE_MESSAGE(g != nullptr, err);
+    gguf_context * g = open_shared("models/llama-2-tiny-random.gguf");
+    if (!g) return;
     CHECK(gguf_get_n_tensors(g) == 12);
     const int64_t te = gguf_find_tensor(g, "token_embd.weight");
     REQUIRE(te >= 0);

@@ -7,6 +7,7 @@
 #include "sampling.h"
 #include "test_util.h"
 #include "vocab.h"
+#include "vocab_test_util.h"
 
 #include <algorithm>
 #include <doctest/doctest.h>
@@ -116,23 +117,6 @@ std::vector<std::string> small_pieces() {
         p.push_back(s);
     }
     return p;
-}
-
-const llm_vocab * shared_vocab(const std::string & rel) {
-    static std::map<std::string, std::unique_ptr<llm_vocab>> cache;
-    auto it = cache.find(rel);
-    if (it != cache.end()) return it->second.get();
-    std::string err;
-    gguf_context * g = gguf_init_from_file(llm_shared_path(rel).c_str(), {true, nullptr}, &err);
-    if (!g) {
-        MESSAGE("skipping: cannot read " << rel << ": " << err);
-        return nullptr;
-    }
-    auto v = std::make_unique<llm_vocab>();
-    const bool ok = llm_vocab_load(*v, g, &err);
-    gguf_free(g);
-    REQUIRE_MESSAGE(ok, err);
-    return (cache[rel] = std::move(v)).get();
 }
 
 } // namespace
@@ -289,6 +273,17 @@ TEST_CASE("arithmetic.gbnf, list.gbnf and c.gbnf") {
                    "char *s(char **p) { return p; }"},
                   {"int main()", "int main() { return 0 }", "main() {}", "int main() { int 3x; }",
                    "int main() { /* open }", "intmain() {}"});
+}
+
+TEST_CASE("llm_grammar_escape_bytes: one line, and a literal of it matches exactly the bytes") {
+    const std::string bytes = std::string("a\"b\\c\nd\re\tf\x01g\x7Fh \xC3\xA9 \xF0\x9F\x8E\x89 ") + '\0' + "z";
+    std::string out;
+    llm_grammar_escape_bytes(out, bytes);
+    CHECK(out == "a\\\"b\\\\c\\nd\\re\\tf\\x01g\\x7Fh \xC3\xA9 \xF0\x9F\x8E\x89 \\x00z");
+    CHECK(out.find('\n') == std::string::npos);
+    const auto g = parse_ok("root ::= \"" + out + "\"\n");
+    CHECK(matches(g, bytes));
+    CHECK(!matches(g, bytes.substr(0, bytes.size() - 1)));
 }
 
 TEST_CASE("partial UTF-8: characters split over calls, bad bytes refused early") {

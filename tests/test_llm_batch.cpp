@@ -2,14 +2,13 @@
 // each sequence decoded alone (f32 and f16/q8_0 caches, mul_mat and flash attention, prompts split across
 // graphs, a shared prefix, a sequence that finishes early and a request that reuses its id); the per-sequence
 // cache edits; bad batches are refused with nothing written.
-#include "llm_batch_util.h"
-
+#include "llm-impl.h"
 #include "llm.h"
+#include "llm_batch_util.h"
 #include "llm_test_util.h"
 #include "test_util.h"
 
 #include <doctest/doctest.h>
-
 #include <string>
 #include <unistd.h>
 
@@ -50,6 +49,23 @@ void check_scenario(llm_model * m, llm_context_params cp, double tol, const char
     CHECK(err < tol);
 }
 
+// a context of 3 sequences (f16 cache) that holds seq 0 at positions 0..9 and seq 2 at 0..3 (batch rows 0..13,
+// logits of row 13 only)
+llm_context * three_seqs(llm_model * m) {
+    llm_context_params cp = params(GGML_TYPE_F16, false);
+    cp.n_seq_max = 3;
+    std::string err;
+    llm_context * c = llm_context_new(m, cp, &err);
+    REQUIRE_MESSAGE(c != nullptr, err);
+    llm_batch b;
+    for (int i = 0; i < 10; ++i)
+        b.add(i + 1, i, 0, false);
+    for (int i = 0; i < 4; ++i)
+        b.add(i + 50, i, 2, i == 3);
+    REQUIRE_MESSAGE(llm_decode_batch(c, b, &err), err);
+    return c;
+}
+
 }  // namespace
 
 TEST_CASE("batched sequences equal each sequence alone: f32 cache, mul_mat and flash attention") {
@@ -78,16 +94,8 @@ TEST_CASE("batched sequences on the real stories260K") {
 
 TEST_CASE("per-sequence cache edits: rm, cp, keep, positions and cells used") {
     model_holder mh(gen_model("batch_gqa64", k_gqa64));
-    llm_context_params cp = params(GGML_TYPE_F16, false);
-    cp.n_seq_max = 3;
-    std::string err;
-    llm_context * c = llm_context_new(mh.m, cp, &err);
-    REQUIRE_MESSAGE(c != nullptr, err);
+    llm_context * c = three_seqs(mh.m);
     CHECK(llm_n_seq_max(c) == 3);
-    llm_batch b;
-    for (int i = 0; i < 10; ++i) b.add(i + 1, i, 0, false);
-    for (int i = 0; i < 4; ++i) b.add(i + 50, i, 2, i == 3);
-    REQUIRE_MESSAGE(llm_decode_batch(c, b, &err), err);
     CHECK(llm_get_logits_batch(c, 13) != nullptr);
     CHECK(llm_get_logits_batch(c, 12) == nullptr);  // no logits asked
     CHECK(llm_get_logits_batch(c, 14) == nullptr);  // outside the batch
@@ -107,6 +115,31 @@ TEST_CASE("per-sequence cache edits: rm, cp, keep, positions and cells used") {
     CHECK(llm_kv_cells_used(c) == 6);
     llm_kv_seq_rm(c, -1, 0, -1);
     CHECK(llm_kv_cells_used(c) == 0);
+    llm_context_free(c);
+}
+
+TEST_CASE("context shift (llm_kv_seq_add) keeps the cache counters equal to a full recount") {
+    model_holder mh(gen_model("batch_gqa64", k_gqa64));
+    llm_context * c = three_seqs(mh.m);
+    std::string err;
+    auto check_counters = [&](const char * what) {
+        llm_kv_cache ref = c->kv;
+        llm_kv_recount(ref);
+        CHECK_MESSAGE(c->kv.used == ref.used, what);
+        CHECK_MESSAGE(c->kv.used_end == ref.used_end, what);
+        CHECK_MESSAGE(c->kv.seq_pos_max == ref.seq_pos_max, what);
+    };
+    llm_kv_seq_cp(c, 0, 1, 0, 6);
+    llm_kv_seq_rm(c, 0, 1, 3); // positions 1, 2 of seq 0 go; their cells stay for seq 1
+    check_counters("rm");
+    REQUIRE_MESSAGE(llm_kv_seq_add(c, 0, 3, -1, -2, &err), err); // 3..9 -> 1..7, and seq 1's 3..5 -> 1..3
+    check_counters("shift back");
+    CHECK(llm_kv_seq_pos_max(c, 0) == 7);
+    CHECK(llm_kv_seq_pos_max(c, 1) == 3);
+    REQUIRE_MESSAGE(llm_kv_seq_add(c, 2, 0, -1, 5, &err), err);
+    check_counters("shift forward");
+    CHECK(llm_kv_seq_pos_max(c, 2) == 8);
+    CHECK(llm_kv_cells_used(c) == 14);
     llm_context_free(c);
 }
 

@@ -2,7 +2,8 @@
 // against the pure CPU path, for Llama 2 (MHA) and Llama 3 (GQA, theta 500000, rope_freqs) shapes in
 // f32, q8_0, Q4_0 and Q4_K_M (the last two made by the quantize tool: llama.cpp's per-tensor mix, so q4_K with
 // q6_K attn_v / ffn_down / output), at prompt and at decode positions. The scheduler splits the graph between
-// the backends and copies activations across; every split point is exercised.
+// the backends and copies activations across; every split point is exercised. Also: a -c too large for the
+// GPU fails the load with one line, before any upload.
 // Without a GPU (or a build without CUDA) it prints SKIPPED and exits 77 (CTest SKIP_RETURN_CODE).
 #include "cuda_test_util.h"  // first: exits 77 (skip) without a GPU
 #include "gguf.h"
@@ -155,5 +156,37 @@ TEST_CASE("batched sequences on the GPU equal each sequence alone on the CPU") {
     }
     llm_model_free(gpu);
     llm_model_free(cpu);
+}
+
+// -c too large for the GPU (llm-main/llm-server pass n_ctx as n_ctx_hint): the load fails with one line that
+// names n_ctx, the KV cache and the free memory, before any weight is uploaded (the progress callback, called as
+// the upload goes, never runs); it does not abort. A context that fits loads as usual.
+TEST_CASE("an n_ctx whose KV cache cannot fit on the GPU fails the load before any upload") {
+    const std::string path = gen_model("gpu_l2_f32", std::string(k_l2) + " --outtype f32 --seed 11");
+    std::string err;
+    int n_progress = 0;
+    llm_model_params mp;
+    mp.n_gpu_layers = 99;
+    mp.progress = [&n_progress](float) {
+        ++n_progress;
+        return true;
+    };
+    mp.n_ctx_hint = 1 << 30; // 3 layers x 2^30 cells x 512 bytes of f16 K+V: 1.5 TiB
+    llm_model * m = llm_model_load(path.c_str(), mp, &err);
+    CHECK(m == nullptr);
+    if (m) llm_model_free(m);
+    MESSAGE("error: " << err);
+    CHECK(err.find("out of device memory: n_ctx 1073741824 needs") != std::string::npos);
+    CHECK(err.find("MiB of KV cache (f16 K, f16 V)") != std::string::npos);
+    CHECK(err.find("CUDA0 has") != std::string::npos);
+    CHECK(err.find('\n') == std::string::npos);
+    CHECK(n_progress == 0);
+
+    mp.n_ctx_hint = 256;
+    err.clear();
+    m = llm_model_load(path.c_str(), mp, &err);
+    REQUIRE_MESSAGE(m != nullptr, err);
+    CHECK(n_progress > 0);
+    llm_model_free(m);
 }
 #endif

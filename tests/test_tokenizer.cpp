@@ -6,48 +6,27 @@
 #include "test_util.h"
 #include "unicode.h"
 #include "vocab.h"
-
-#include <doctest/doctest.h>
+#include "vocab_test_util.h"
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <doctest/doctest.h>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <memory>
 #include <sstream>
 #include <string>
-#include <vector>
-
 #include <unistd.h>
+#include <vector>
 
 namespace {
 
 std::string read_file(const std::string & path) {
     std::ifstream f(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-
-// loads a vocab once per file; nullptr (test skipped) if the shared data is missing
-const llm_vocab * shared_vocab(const std::string & rel) {
-    static std::map<std::string, std::unique_ptr<llm_vocab>> cache;
-    auto it = cache.find(rel);
-    if (it != cache.end()) {
-        return it->second.get();
-    }
-    std::string err;
-    gguf_context * g = gguf_init_from_file(llm_shared_path(rel).c_str(), { true, nullptr }, &err);
-    if (!g) {
-        MESSAGE("skipping: cannot read " << rel << ": " << err);
-        return nullptr;
-    }
-    auto v = std::make_unique<llm_vocab>();
-    const bool ok = llm_vocab_load(*v, g, &err);
-    gguf_free(g);
-    REQUIRE_MESSAGE(ok, err);
-    return (cache[rel] = std::move(v)).get();
 }
 
 struct vocab_case {

@@ -380,15 +380,8 @@ static int run_chat(generator & gen, const llm_cli_params & params, bool color) 
             continue;
         }
         pending.push_back({"user", line});
-        // what the new messages add to the rendered history (a template that re-renders earlier turns differently
-        // gets its whole text evaluated after them: rare, and still correct for the model)
-        std::vector<llm_chat_msg> all = history;
-        all.insert(all.end(), pending.begin(), pending.end());
-        std::string before, after;
-        if ((!history.empty() && !render(history, false, &before)) || !render(all, true, &after)) {
-            return fail("chat template: " + err);
-        }
-        std::string delta = after.compare(0, before.size(), before) == 0 ? after.substr(before.size()) : after;
+        std::string delta; // what the new messages add to the rendered history
+        if (!llm_chat_delta(render, history, pending, true, &delta)) return fail("chat template: " + err);
         // a template that writes the BOS itself: the tokenizer does not add another
         const bool add_bos = first && !(use_jinja && !bos_text.empty() && delta.rfind(bos_text, 0) == 0);
         const std::vector<int32_t> toks = llm_tokenize(vocab, delta, add_bos, true);

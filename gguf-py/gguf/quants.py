@@ -122,13 +122,17 @@ def quantize_blocks(x: np.ndarray, qtype: GGMLQuantizationType) -> np.ndarray:
     if x.ndim == 0 or x.shape[-1] % block != 0:
         n = x.shape[-1] if x.ndim else 1
         raise ValueError(f"{qtype.name.lower()}: row length {n} is not a multiple of {block}")
-    xb = x.reshape(-1, block)
-    out = np.empty((xb.shape[0], size), np.uint8)
-    fn = BLOCK_CODECS[qtype][0]
-    step = max(1, CHUNK_WEIGHTS // block)
-    for i in range(0, xb.shape[0], step):
-        out[i:i + step] = fn(xb[i:i + step])
+    out = _by_chunks(BLOCK_CODECS[qtype][0], x.reshape(-1, block), size, np.uint8, block)
     return out.reshape(*x.shape[:-1], x.shape[-1] // block * size)
+
+
+def _by_chunks(fn, rows: np.ndarray, width: int, dtype, block: int) -> np.ndarray:
+    """fn over the rows (one block each) in chunks of about CHUNK_WEIGHTS weights -> dtype [n_rows, width]."""
+    out = np.empty((rows.shape[0], width), dtype)
+    step = max(1, CHUNK_WEIGHTS // block)
+    for i in range(0, rows.shape[0], step):
+        out[i:i + step] = fn(rows[i:i + step])
+    return out
 
 
 def dequantize_blocks(b: np.ndarray, qtype: GGMLQuantizationType) -> np.ndarray:
@@ -139,12 +143,7 @@ def dequantize_blocks(b: np.ndarray, qtype: GGMLQuantizationType) -> np.ndarray:
     if b.ndim == 0 or b.shape[-1] % size != 0:
         raise ValueError(f"{qtype.name.lower()}: {b.shape[-1] if b.ndim else 0} bytes per row is not a multiple "
                          f"of the block size {size}")
-    bb = b.reshape(-1, size)
-    out = np.empty((bb.shape[0], block), np.float32)
-    fn = BLOCK_CODECS[qtype][1]
-    step = max(1, CHUNK_WEIGHTS // block)
-    for i in range(0, bb.shape[0], step):
-        out[i:i + step] = fn(bb[i:i + step])
+    out = _by_chunks(BLOCK_CODECS[qtype][1], b.reshape(-1, size), block, np.float32, block)
     return out.reshape(*b.shape[:-1], b.shape[-1] // size * block)
 
 

@@ -123,11 +123,17 @@ def i8(v: int) -> int:
 
 # ---- legacy ---------------------------------------------------------------------------------------------
 
-def ref_q4_0(x):
+def _absmax(x):
+    """The value of largest magnitude, sign kept (the first of equals), as ggml's reference quantizers pick it."""
     amax, mx = f(0), f(0)
     for v in x:
         if amax < abs(v):
             amax, mx = abs(v), v
+    return mx
+
+
+def ref_q4_0(x):
+    mx = _absmax(x)
     d = f(mx / f(-8))
     idv = f(f(1) / d) if d else f(0)
     q = [min(15, int(f(f(v * idv) + f(8.5)))) for v in x]
@@ -161,10 +167,7 @@ def _q5_pack(q):
 
 
 def ref_q5_0(x):
-    amax, mx = f(0), f(0)
-    for v in x:
-        if amax < abs(v):
-            amax, mx = abs(v), v
+    mx = _absmax(x)
     d = f(mx / f(-16))
     idv = f(f(1) / d) if d else f(0)
     return h16(d) + _q5_pack([min(31, int(f(f(v * idv) + f(16.5)))) for v in x])
@@ -249,11 +252,8 @@ def make_qkx2_quants(n, nmax, x, weights, rmin, rdelta, nstep, use_mad):
 
 
 def make_q3_quants(n, nmax, x):
-    mx, amax = f(0), f(0)
-    for v in x:
-        if abs(v) > amax:
-            amax, mx = abs(v), v
-    if amax < f(1e-15):
+    mx = _absmax(x)
+    if abs(mx) < f(1e-15):
         return f(0), [0] * n
     iscale = f(f(-nmax) / mx)
     sumlx = suml2 = f(0)
@@ -284,11 +284,8 @@ def make_q3_quants(n, nmax, x):
 
 def make_qx_quants_1(n, nmax, x):
     """make_qx_quants(n, nmax, x, L, rmse_type = 1, qw = NULL)"""
-    mx, amax = f(0), f(0)
-    for v in x:
-        if abs(v) > amax:
-            amax, mx = abs(v), v
-    if amax < f(1e-15):
+    mx = _absmax(x)
+    if abs(mx) < f(1e-15):
         return f(0), [0] * n
 
     def sums(iscale):

@@ -1,6 +1,7 @@
 // libFuzzer: model load (hparams, tensor shapes, vocab) from an arbitrary GGUF image, then a context
 // and a two-step decode on whatever loaded (a model that passed validation must build and run its
 // graph without asserting). The bytes go to an in-memory file (memfd) so the real mmap loader path runs.
+#include "fuzz_log_errors.h"
 #include "ggml.h"
 #include "llm.h"
 
@@ -10,14 +11,6 @@
 
 #include <sys/mman.h>
 #include <unistd.h>
-
-// the loaders' warnings (one per input) would dominate the run time: keep errors only
-extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-    ggml_log_set([](ggml_log_level level, const char * text, void *) {
-        if (level == GGML_LOG_LEVEL_ERROR) fputs(text, stderr);
-    }, nullptr);
-    return 0;
-}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
     const int fd = memfd_create("fuzz-model", 0);

@@ -1,5 +1,6 @@
 // libFuzzer: SPM and BPE tokenize/detokenize of arbitrary bytes (special parsing on and off),
 // and the streaming detokenizer over arbitrary id sequences.
+#include "fuzz_log_errors.h"
 #include "ggml.h"
 #include "gguf.h"
 #include "vocab.h"
@@ -25,14 +26,6 @@ static llm_vocab * load(const char * rel) {
     }
     gguf_free(g);
     return v;
-}
-
-// the loaders' warnings (one per input) would dominate the run time: keep errors only
-extern "C" int LLVMFuzzerInitialize(int *, char ***) {
-    ggml_log_set([](ggml_log_level level, const char * text, void *) {
-        if (level == GGML_LOG_LEVEL_ERROR) fputs(text, stderr);
-    }, nullptr);
-    return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t * data, size_t size) {
