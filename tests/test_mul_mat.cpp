@@ -52,8 +52,7 @@ int check_mul_mat(const ggml_tensor * out, const ggml_tensor * a, const ggml_ten
             if (!a_orig) {
                 std::vector<float> row(K);
                 for (int64_t m = 0; m < M; ++m) {
-                    const char * ra =
-                        (const char *)a->data + m * a->nb[1] + (i2 / r2) * a->nb[2] + (i3 / r3) * a->nb[3];
+                    const char * ra = (const char *)a->data + m * a->nb[1] + (i2 / r2) * a->nb[2] + (i3 / r3) * a->nb[3];
                     if (ggml_is_quantized(a->type) && a->nb[0] == ggml_type_size(a->type)) {
                         ggml_get_type_traits(a->type)->to_float(ra, row.data(), K); // whole row at once
                         for (int64_t k = 0; k < K; ++k)
@@ -81,8 +80,8 @@ int check_mul_mat(const ggml_tensor * out, const ggml_tensor * a, const ggml_ten
                     double ref = 0, mag = 0;
                     for (int64_t k = 0; k < K; ++k) {
                         // a_orig: the f32 values before quantization (contiguous a only)
-                        const double av =
-                            a_orig ? (*a_orig)[((i3 / r3 * a->ne[2] + i2 / r2) * M + m) * K + k] : amat[m * K + k];
+                        const double av = a_orig ? (*a_orig)[((i3 / r3 * a->ne[2] + i2 / r2) * M + m) * K + k]
+                                                 : amat[m * K + k];
                         ref += av * bcol[k];
                         mag += std::fabs(av * bcol[k]);
                     }
@@ -308,7 +307,7 @@ TEST_CASE("mul_mat q8_0 prompt batches (AMX int8 tiles where the CPU has them): 
     }
 }
 
-TEST_CASE("mul_mat 4/5-bit and K-quant prompt batches (AMX int8 tiles where the CPU has them): panel and group tails") {
+TEST_CASE("mul_mat 4/5-bit and K-quant prompt batches (AMX int8 tiles where the CPU has them): tails") {
     // AMX path of the unpacked types: 32-row panels with a last panel of 1, 17 and 18 rows, 2 (padding),
     // 17, 40 and 300 columns, several blocks (and super-blocks) per row. GGML_AMX_EMULATE=1 runs the same
     // path with scalar tile math on a CPU without AMX; GGML_NO_AMX=1 the VNNI/AVX2 tiles.

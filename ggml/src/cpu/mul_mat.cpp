@@ -1,15 +1,15 @@
 // cpu/mul_mat.cpp - dst = a^T b on the CPU.
 //
-//   a: [K, M, A2, A3] f32/f16/any quant type with CPU tiles (cpu/quants.h) (rows dense, rows and dims 1..3 may be
-//   strided/permuted) b: [K, N, B2, B3] f32/f16 (any strides), B2 % A2 == 0, B3 % A3 == 0 (GQA broadcast) dst: f32 [M,
-//   N, B2, B3]; dst[m, n, i2, i3] = dot(a[:, m, i2/(B2/A2), i3/(B3/A3)], b[:, n, i2, i3])
+//   a: [K, M, A2, A3] f32/f16/any quant type with CPU tiles (cpu/quants.h) (rows dense, rows and dims 1..3 may be strided/permuted)
+//   b: [K, N, B2, B3] f32/f16 (any strides), B2 % A2 == 0, B3 % A3 == 0 (GQA broadcast)
+//   dst: f32 [M, N, B2, B3]; dst[m, n, i2, i3] = dot(a[:, m, i2/(B2/A2), i3/(B3/A3)], b[:, n, i2, i3])
 //
 // Phase 1: b rows are converted (by all threads) into p.wdata as the dot's activation type:
-// q8_1 for q8_0/q4_0/q4_1/q5_0/q5_1 weights, q8_K for the K-quants, else f32 when b's rows are not dense f32 (f16
-// weights are not rounding the activations to f16, unlike ggml: with N >= 4 the weight rows are widened to f32 per
-// unit). Barrier. Phase 2: work units of (batch, column chunk, row block) are split across threads; each is computed in
-// register tiles of up to 4 rows x 4 columns, so a weight row is loaded once for 4 activation columns. Quantized
-// weights with N >= 2 go to AMX int8 tiles instead when the CPU has them (cpu/amx.cpp).
+// q8_1 for q8_0/q4_0/q4_1/q5_0/q5_1 weights, q8_K for the K-quants, else f32 when b's rows are not dense f32 (f16 weights are not rounding
+// the activations to f16, unlike ggml: with N >= 4 the weight rows are widened to f32 per unit). Barrier. Phase 2: work
+// units of (batch, column chunk, row block) are split across threads; each is computed in register tiles of up to 4
+// rows x 4 columns, so a weight row is loaded once for 4 activation columns. Quant weights with N >= 2 go to AMX int8
+// tiles instead when the CPU has them (cpu/amx.cpp).
 #include "cpu/mul_mat.h"
 
 #include "cpu/amx.h"
@@ -92,7 +92,7 @@ void ggml_cpu_op_mul_mat(const ggml_cpu_params & p, ggml_tensor * dst) {
     GGML_ASSERT(a->nb[0] == ggml_type_size(a->type)); // each weight row dense
     GGML_ASSERT(K % ggml_blck_size(a->type) == 0);
 
-    if (ggml_cpu_amx_use(dst)) { // prompt batches of quantized weights on AMX int8 tiles (cpu/amx.cpp)
+    if (ggml_cpu_amx_use(dst)) { // prompt batches on AMX int8 tiles (cpu/amx.cpp)
         ggml_cpu_amx_mul_mat(p, dst);
         return;
     }
@@ -150,8 +150,7 @@ void ggml_cpu_op_mul_mat(const ggml_cpu_params & p, ggml_tensor * dst) {
     // so the kernels' rows-ahead prefetch stays inside the thread's own rows (measured: 2-thread q4_0
     // mat-vec 40-54 -> 53-60 GB/s, docs/cpu-notes.md), and end on single units so that no thread
     // waits at the barrier for the other's last long run.
-    ggml_cpu_units units =
-        N == 1 ? ggml_cpu_units(p, n_units, 1, true) : ggml_cpu_units(p, n_units, n_units / (16 * p.nth));
+    ggml_cpu_units units = N == 1 ? ggml_cpu_units(p, n_units, 1, true) : ggml_cpu_units(p, n_units, n_units / (16 * p.nth));
     for (int64_t u0, u1; units.next(u0, u1);)
         for (int64_t u = u0; u < u1; ++u) {
             const int64_t irb = u % nrb, icb = (u / nrb) % ncb, batch = u / (nrb * ncb);
