@@ -330,7 +330,8 @@ TEST_CASE("mul_mat 4/5-bit and K-quant prompt batches (AMX int8 tiles where the 
             ggml_tensor * out = ggml_mul_mat(ctx, a, b);
             poison(out);
             compute(ctx, out, nth);
-            INFO("ta = " << ggml_type_name(ta));
+            const std::string tname = ggml_type_name(ta);
+            INFO("ta = " << tname);
             CAPTURE(sh.K);
             CAPTURE(sh.M);
             CAPTURE(sh.N);
