@@ -82,7 +82,7 @@ bool env_on(const char * name) {
     return e && *e && std::strcmp(e, "0") != 0;
 }
 
-bool amx_emulated() {
+[[maybe_unused]] bool amx_emulated() {
     static const bool emu = env_on("GGML_AMX_EMULATE") && !env_on("GGML_NO_AMX");
     return emu;
 }
