@@ -1,7 +1,8 @@
 // test_mul_mat.cpp - CPU mul_mat (f32/f16 and every quantized weight type) against double-precision loops:
 // odd sizes, GQA broadcast, transposed/permuted activations, permuted/strided weight views
-// (a KV-cache style f16 view), 1-3 threads; the AMX q8_0 path and the transposed-panel float path
-// with their tails. GGML_NO_AMX=1 runs the q8_0 batches on the AVX-512 VNNI tiles instead.
+// (a KV-cache style f16 view), 1-3 threads; the AMX path (q8_0 in place, the other quant types
+// unpacked) and the transposed-panel float path with their tails. GGML_NO_AMX=1 runs the batches on
+// the AVX-512 VNNI tiles instead; GGML_AMX_EMULATE=1 runs the AMX path with scalar tile math (no AMX needed).
 #include "cpu/amx.h"
 #include "ggml-impl.h"
 #include "tensor_test_util.h"
@@ -301,6 +302,41 @@ TEST_CASE("mul_mat q8_0 prompt batches (AMX int8 tiles where the CPU has them): 
             CAPTURE(sh.N);
             CAPTURE(nth);
             CHECK(check_mul_mat(out, a, b, act_ref::q8_1, 1e-5) == 0);
+            ggml_free(ctx);
+        }
+    }
+}
+
+TEST_CASE("mul_mat 4/5-bit and K-quant prompt batches (AMX int8 tiles where the CPU has them): tails") {
+    // AMX path of the unpacked types: 32-row panels with a last panel of 1, 17 and 18 rows, 2 (padding),
+    // 17, 40 and 300 columns, several blocks (and super-blocks) per row. GGML_AMX_EMULATE=1 runs the same
+    // path with scalar tile math on a CPU without AMX; GGML_NO_AMX=1 the VNNI/AVX2 tiles.
+    const std::string amx = ggml_cpu_amx_int8_available() ? "on" : "off (VNNI tiles)";
+    MESSAGE("AMX int8 (quant types): " << amx);
+    std::mt19937 rng(51);
+    struct shape {
+        int64_t K, M, N;
+    };
+    const shape shapes[] = {{256, 33, 2}, {512, 50, 17}, {768, 64, 40}, {2304, 17, 300}, {256, 1, 33}};
+    for (ggml_type ta : {GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K,
+                         GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K}) {
+        for (const shape & sh : shapes) {
+            const int nth = 1 + (int)((sh.M + sh.N) % 3);
+            ggml_context * ctx = new_ctx();
+            ggml_tensor * a = ggml_new_tensor_2d(ctx, ta, sh.K, sh.M);
+            ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, sh.K, sh.N);
+            fill(a, rng);
+            fill(b, rng);
+            ggml_tensor * out = ggml_mul_mat(ctx, a, b);
+            poison(out);
+            compute(ctx, out, nth);
+            const std::string tname = ggml_type_name(ta);
+            INFO("ta = " << tname);
+            CAPTURE(sh.K);
+            CAPTURE(sh.M);
+            CAPTURE(sh.N);
+            CAPTURE(nth);
+            CHECK(check_mul_mat(out, a, b, act_ref_for(ta), 1e-5) == 0);
             ggml_free(ctx);
         }
     }

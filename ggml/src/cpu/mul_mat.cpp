@@ -8,7 +8,7 @@
 // q8_1 for q8_0/q4_0/q4_1/q5_0/q5_1 weights, q8_K for the K-quants, else f32 when b's rows are not dense f32 (f16 weights are not rounding
 // the activations to f16, unlike ggml: with N >= 4 the weight rows are widened to f32 per unit). Barrier. Phase 2: work
 // units of (batch, column chunk, row block) are split across threads; each is computed in register tiles of up to 4
-// rows x 4 columns, so a weight row is loaded once for 4 activation columns. q8_0 weights with N >= 2 go to AMX int8
+// rows x 4 columns, so a weight row is loaded once for 4 activation columns. Quant weights with N >= 2 go to AMX int8
 // tiles instead when the CPU has them (cpu/amx.cpp).
 #include "cpu/mul_mat.h"
 
@@ -75,7 +75,7 @@ void convert_row(const ggml_tensor * b, const char * src, ggml_type vec_type, vo
 } // namespace
 
 size_t ggml_cpu_mul_mat_work_size(const ggml_tensor * dst) {
-    if (ggml_cpu_amx_q8_0_use(dst)) return ggml_cpu_amx_q8_0_work_size(dst);
+    if (ggml_cpu_amx_use(dst)) return ggml_cpu_amx_work_size(dst);
     return mul_mat_plan(dst).wsize;
 }
 
@@ -92,8 +92,8 @@ void ggml_cpu_op_mul_mat(const ggml_cpu_params & p, ggml_tensor * dst) {
     GGML_ASSERT(a->nb[0] == ggml_type_size(a->type)); // each weight row dense
     GGML_ASSERT(K % ggml_blck_size(a->type) == 0);
 
-    if (ggml_cpu_amx_q8_0_use(dst)) { // prompt batches on AMX int8 tiles (cpu/amx.cpp)
-        ggml_cpu_amx_q8_0_mul_mat(p, dst);
+    if (ggml_cpu_amx_use(dst)) { // prompt batches on AMX int8 tiles (cpu/amx.cpp)
+        ggml_cpu_amx_mul_mat(p, dst);
         return;
     }
 
