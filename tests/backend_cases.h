@@ -641,6 +641,15 @@ inline std::vector<backend_case> backend_cases() {
     kcfgs.push_back({80, 1, 2, 4097, 1, GGML_TYPE_F16, GGML_TYPE_F16, 0});
     kcfgs.push_back({96, 4, 1, 4097, 5, GGML_TYPE_Q8_0, GGML_TYPE_F16, 2});
     kcfgs.push_back({40, 4, 2, 255, 3, GGML_TYPE_F16, GGML_TYPE_F16, 1}); // D not a multiple of 16 (tails)
+    // f16 decode at depth on the tensor-core decode kernel: GQA 1/4/8, 1-16 rows per kv head, KV splits with ragged
+    // 16-key tiles, staged (16-byte rows) and unstaged masks, causal limits
+    kcfgs.push_back({128, 4, 2, 4097, 1, GGML_TYPE_F16, GGML_TYPE_F16, 2});
+    kcfgs.push_back({128, 8, 1, 5001, 2, GGML_TYPE_F16, GGML_TYPE_F16, 1});
+    kcfgs.push_back({64, 1, 4, 4099, 16, GGML_TYPE_F16, GGML_TYPE_F16, 2});
+    kcfgs.push_back({96, 4, 2, 4097, 4, GGML_TYPE_F16, GGML_TYPE_F16, 1});
+    kcfgs.push_back({80, 8, 1, 4097, 1, GGML_TYPE_F16, GGML_TYPE_F16, 2});
+    kcfgs.push_back({128, 1, 8, 4096, 1, GGML_TYPE_F16, GGML_TYPE_F16, 1});
+    kcfgs.push_back({128, 4, 2, 4096, 3, GGML_TYPE_F16, GGML_TYPE_F16, 2});
     // decode at depth with each GQA ratio and the mixed types; a few tokens per step (parallel sequences: one mask
     // row per token); prompts of 9, 64 and 512 tokens on quantized caches
     kcfgs.push_back({96, 8, 1, 4097, 1, GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, 2});
@@ -676,7 +685,10 @@ inline std::vector<backend_case> backend_cases() {
         // so up to twice the error: 2e-5), an f16 K in f32 (f32 rounding and exp2.approx: 1e-9). More rows (prompts):
         // the tensor-core kernel on an f16 copy of the K/V views, q and the softmax weights in f16, and the K/V
         // values rounded to f16 (d x q needs up to 19 bits): 1e-6.
-        const double gpu_tol = rows > 8 ? 1e-6 : kq ? 2e-5 : kc.tv != GGML_TYPE_F16 ? 1e-9 : 0.0;
+        // f16 K/V with up to 16 rows and D 64-128: the tensor-core decode kernel (fattn-mma.cu; q and the softmax
+        // weights in f16, as the prompt kernel): 1e-6.
+        const bool mma_dec = !kq && kc.tv == GGML_TYPE_F16 && kc.D % 16 == 0 && kc.D <= 128 && rows <= 16;
+        const double gpu_tol = rows > 8 || mma_dec ? 1e-6 : kq ? 2e-5 : kc.tv != GGML_TYPE_F16 ? 1e-9 : 0.0;
         add("flash_attn_ext", nm, tol, [=](ggml_context * ctx) {
             const int64_t n_head = kc.n_head_kv * kc.ratio;
             ggml_tensor * q0 = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, kc.D, n_head, kc.n_tokens); // [D, n_head, T]

@@ -10,6 +10,8 @@
 #include "fattn-range.cuh"
 
 #include <climits>
+#include <map>
+#include <utility>
 
 #define FM_BM 64 // query rows per block: 4 warps x 16
 #define FM_BN 64 // keys per tile
@@ -270,4 +272,262 @@ void ggml_cuda_fattn_mma(ggml_cuda_context & ctx, const fattn_mma_params & p0) {
         case 128: launch<128>(ctx, p); break;
         default: GGML_ABORT("fattn mma: D %d", p.D);
     }
+}
+
+// ---- decode on tensor cores: at most 16 query rows per kv head, f16 K/V (fattn.cu's f16 decode path) ------------
+// Block = W warps for one (kv head, KV split). The 16 rows of A are the kv head's queries (token * r + head in the
+// group; rows past n_q are zero and never stored), so every K/V row is read once for the whole GQA group. Warp w
+// takes the tiles of FMD_BN keys tb + (i W + w) FMD_BN of the split and streams them through its own NS-stage ring
+// in shared memory (cp.async; NS - 1 tiles in flight while one is used; no block barrier in the loop). Per tile:
+// S = Q K^T (D / 16 k-steps x 2 n-tiles), the online softmax on the accumulators (log2 units), O += P V (one k-step
+// of 16 keys x D / 8 n-tiles, V by ldmatrix .trans) - about two mma per key, so the kernel waits only on memory.
+// The mask rows of the block's tokens come with the tile (when they are dense and 16-byte aligned). The warps then
+// meet in shared memory (the tiles' space) and the splits are merged by the last block per kv head
+// (fattn_vec_finish).
+#define FMD_BN 16 // keys per warp tile
+#define FMD_MT 4  // mask rows staged with a tile: steps of up to 4 tokens (more read the mask from global memory)
+
+template <int D, int W, int NS> struct fmd_cfg {
+    static constexpr int LD = D + 8;
+    static constexpr size_t tile_bytes = sizeof(half) * 2 * FMD_BN * LD; // K and V of one stage
+    static constexpr size_t mask_bytes = FMD_MT * FMD_BN * 4;            // FMD_MT tokens of f32 mask
+    static constexpr size_t smem = W * NS * (tile_bytes + mask_bytes);
+    static_assert(W * 16 * D * 4 + W * 16 * 2 * 4 <= smem, "fattn mma decode: merge space");
+};
+
+template <int D, int W, int NS> static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params p) {
+    using C = fmd_cfg<D, W, NS>;
+    constexpr int LD = C::LD, KT = D / 16, NT = D / 8, CH = D / 8, BN = FMD_BN;
+    constexpr float LOG2E = 1.4426950408889634f, LN2 = 0.6931471805599453f;
+    extern __shared__ __align__(16) half fm_smem[];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
+    half * Ks = (half *)((char *)fm_smem + warp * NS * C::tile_bytes);                // [NS][BN][LD]
+    half * Vs = Ks + NS * BN * LD;                                                    // [NS][BN][LD]
+    char * Ms = (char *)fm_smem + W * NS * C::tile_bytes + warp * NS * C::mask_bytes; // [NS][FMD_MT][BN]
+    pdl_start();
+    const int hk = blockIdx.y, split = blockIdx.z;
+    const int n_q = p.n_tokens * p.r; // <= 16
+    const int mes = p.mask_f16 ? 2 : 4;
+    const int es = p.mask_f16 ? 2 : 4;
+    const bool mask_stage = p.mask && p.n_tokens <= FMD_MT && p.ms.ne[2] == 1 && p.ms.ne[3] == 1 && p.ms.nb[0] == es &&
+                            p.ms.nb[1] % 16 == 0 && (uintptr_t)p.mask % 16 == 0;
+
+    int t[2], h[2], last[2];
+    const char * mrow[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        const int qi = g + 8 * i;
+        const int qq = qi < n_q ? qi : n_q - 1;
+        t[i] = qq / p.r;
+        h[i] = hk * p.r + qq % p.r;
+        last[i] = p.causal_n_past >= 0 ? p.causal_n_past + t[i] : INT_MAX;
+        mrow[i] = p.mask ? p.mask + t[i] * p.ms.nb[1] + (h[i] % p.ms.ne[2]) * p.ms.nb[2] : nullptr;
+    }
+    int kv_lo, kv1;
+    fattn_block_keys(p, split, 0, p.n_tokens - 1, kv_lo, kv1);
+    if (p.causal_n_past >= 0) kv1 = min(kv1, p.causal_n_past + p.n_tokens); // the last token's last key + 1
+    const int tb = kv_lo & ~(BN - 1); // tiles start BN-aligned (staged mask chunks are 16-byte aligned)
+    const char * kb = p.k + hk * p.ks.nb[2];
+    const char * vb = p.v + hk * p.vs.nb[2];
+    const int64_t ks = p.ks.nb[1], vs = p.vs.nb[1];
+    auto load_tile = [&](int key0, int st) { // keys past kv1 repeat row kv1 - 1 (finite; their weight is 0)
+        if (key0 < kv1) {
+            half * kd = Ks + st * BN * LD;
+            half * vd = Vs + st * BN * LD;
+#pragma unroll
+            for (int e = lane; e < BN * CH; e += 32) {
+                const int j = e / CH, ch = e % CH;
+                const int64_t key = min(key0 + j, kv1 - 1);
+                fm_cp16(kd + j * LD + ch * 8, kb + key * ks + ch * 16);
+                fm_cp16(vd + j * LD + ch * 8, vb + key * vs + ch * 16);
+            }
+            if (mask_stage) {
+                const int mch = BN * mes / 16; // 16-byte chunks per token
+                for (int e = lane; e < p.n_tokens * mch; e += 32) {
+                    const int tt = e / mch, ch = e % mch;
+                    const int k0 = key0 + ch * (16 / mes);
+                    const int n = max(0, min(16, (p.n_kv - k0) * mes));
+                    fm_cp16n(Ms + ((st * FMD_MT + tt) * BN) * mes + ch * 16,
+                             p.mask + (int64_t)tt * p.ms.nb[1] + (int64_t)(n > 0 ? k0 : 0) * mes, n);
+                }
+            }
+        }
+        asm volatile("cp.async.commit_group;\n"); // an empty group past kv1 keeps the count
+    };
+
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+    float o[NT][4];
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+        o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0.0f;
+
+    const int mat = lane / 8, mi = lane % 8; // ldmatrix: this lane's row address is row mi of matrix mat
+    const int step = W * BN, key_w = tb + warp * BN;
+#pragma unroll
+    for (int s = 0; s < NS - 1; ++s)
+        load_tile(key_w + s * step, s);
+    // the query (written by the kernel before) while the first tiles are in flight
+    uint32_t qa[KT][4]; // Q fragments (rows past n_q zero), scaled, f16
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        const bool act = g + 8 * i < n_q;
+        const char * qrow = p.q + t[i] * p.qs.nb[1] + h[i] * p.qs.nb[2];
+#pragma unroll
+        for (int kt = 0; kt < KT; ++kt)
+#pragma unroll
+            for (int hi = 0; hi < 2; ++hi) {
+                const int d = kt * 16 + 2 * c + 8 * hi;
+                const float x0 = act ? *(const float *)(qrow + d * p.qs.nb[0]) * (p.scale * LOG2E) : 0.0f;
+                const float x1 = act ? *(const float *)(qrow + (d + 1) * p.qs.nb[0]) * (p.scale * LOG2E) : 0.0f;
+                qa[kt][i + 2 * hi] = fm_pack(x0, x1);
+            }
+    }
+
+    for (int it = 0; key_w + it * step < kv1; ++it) {
+        load_tile(key_w + (it + NS - 1) * step, (it + NS - 1) % NS);
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(NS - 1));
+        __syncwarp();
+        const int st = it % NS, key0 = key_w + it * step;
+        const half * Kb = Ks + st * BN * LD;
+        const half * Vb = Vs + st * BN * LD;
+
+        float s[2][4] = {};
+#pragma unroll
+        for (int kt = 0; kt < KT; ++kt) {
+            uint32_t b[4];
+            fm_ldsm(b, Kb + (mi + (mat >> 1) * 8) * LD + kt * 16 + (mat & 1) * 8);
+            fm_mma(s[0], qa[kt], b[0], b[1]);
+            fm_mma(s[1], qa[kt], b[2], b[3]);
+        }
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            float mx = -INFINITY;
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int key = key0 + nt * 8 + 2 * c + e;
+                    float & sv = s[nt][2 * i + e];
+                    if (key < kv_lo || key >= kv1 || key > last[i]) {
+                        sv = -INFINITY;
+                    } else if (mask_stage) {
+                        const char * mp = Ms + ((st * FMD_MT + t[i]) * BN + key - key0) * mes;
+                        sv += LOG2E * (p.mask_f16 ? __half2float(*(const half *)mp) : *(const float *)mp);
+                    } else if (mrow[i]) {
+                        sv += LOG2E * (p.mask_f16 ? __half2float(*(const half *)(mrow[i] + key * p.ms.nb[0]))
+                                                  : *(const float *)(mrow[i] + key * p.ms.nb[0]));
+                    }
+                    mx = fmaxf(mx, sv);
+                }
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 2));
+            const float m_new = fmaxf(m[i], mx);
+            const float m_use = m_new == -INFINITY ? 0.0f : m_new; // a row with nothing visible yet stays at 0
+            const float alpha = exp2f(m[i] - m_use);
+            float rs = 0.0f;
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const float pv = exp2f(s[nt][2 * i + e] - m_use);
+                    s[nt][2 * i + e] = pv;
+                    rs += pv;
+                }
+            rs += __shfl_xor_sync(0xffffffff, rs, 1);
+            rs += __shfl_xor_sync(0xffffffff, rs, 2);
+            l[i] = l[i] * alpha + rs;
+            m[i] = m_new;
+            if (alpha != 1.0f) {
+#pragma unroll
+                for (int nt = 0; nt < NT; ++nt) {
+                    o[nt][2 * i] *= alpha;
+                    o[nt][2 * i + 1] *= alpha;
+                }
+            }
+        }
+        const uint32_t pa[4] = {fm_pack(s[0][0], s[0][1]), fm_pack(s[0][2], s[0][3]), fm_pack(s[1][0], s[1][1]),
+                                fm_pack(s[1][2], s[1][3])};
+#pragma unroll
+        for (int n2 = 0; n2 < NT / 2; ++n2) {
+            uint32_t b[4];
+            fm_ldsm_t(b, Vb + (mi + (mat & 1) * 8) * LD + n2 * 16 + (mat >> 1) * 8);
+            fm_mma(o[2 * n2], pa, b[0], b[1]);
+            fm_mma(o[2 * n2 + 1], pa, b[2], b[3]);
+        }
+        __syncwarp(); // the next iteration's load overwrites the stage NS - 1 tiles ahead: this one
+    }
+    asm volatile("cp.async.wait_group 0;\n");
+    __syncthreads(); // the tiles' space becomes the warps' merge space
+
+    auto & s_acc = *reinterpret_cast<float(*)[W][16][D]>(fm_smem);
+    auto & s_ml = *reinterpret_cast<float(*)[W][16][2]>((char *)fm_smem + sizeof(float) * W * 16 * D);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        const int j = g + 8 * i;
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+            s_acc[warp][j][nt * 8 + 2 * c] = o[nt][2 * i];
+            s_acc[warp][j][nt * 8 + 2 * c + 1] = o[nt][2 * i + 1];
+        }
+        if (c == 0) {
+            s_ml[warp][j][0] = m[i] == -INFINITY ? -INFINITY : m[i] * LN2; // natural-log units for the merge
+            s_ml[warp][j][1] = l[i];
+        }
+    }
+    fattn_vec_finish<W, 16, D>(p, s_acc, s_ml, hk, split, n_q);
+}
+
+bool ggml_cuda_fattn_mma_dec_ok(const fa_params & p, const ggml_tensor * k, const ggml_tensor * v,
+                                const ggml_tensor * dst) {
+    return p.n_tokens * p.r <= 16 && p.n_tokens <= 16 && ggml_cuda_fattn_mma_ok(p.D, k, v, dst);
+}
+
+template <int D, int W, int NS> static fattn_vec_fn fmd_get(int & w, int & s, size_t & smem) {
+    w = W;
+    s = FMD_BN;
+    smem = fmd_cfg<D, W, NS>::smem;
+    return k_fattn_mma_dec<D, W, NS>;
+}
+template <int D> static fattn_vec_fn fmd_pick_cfg(int cfg, int & W, int & S, size_t & smem) {
+    switch (cfg) {
+        case 2:
+            return fmd_get<D, 2, 4>(W, S, smem);
+        case 1:
+            return fmd_get<D, 4, 3>(W, S, smem);
+        case 3:
+            return fmd_get<D, 4, 2>(W, S, smem);
+        case 5:
+            return fmd_get<D, 8, 3>(W, S, smem);
+        case 6:
+            return fmd_get<D, 12, 2>(W, S, smem);
+        default:
+            return fmd_get<D, 8, 2>(W, S, smem);
+    }
+}
+
+fattn_vec_fn ggml_cuda_fattn_mma_dec(int D, int cfg, int device, int & W, int & S, size_t & smem) {
+    fattn_vec_fn fn = nullptr;
+    switch (D) {
+        case 64:
+            fn = fmd_pick_cfg<64>(cfg, W, S, smem);
+            break;
+        case 80:
+            fn = fmd_pick_cfg<80>(cfg, W, S, smem);
+            break;
+        case 96:
+            fn = fmd_pick_cfg<96>(cfg, W, S, smem);
+            break;
+        case 128:
+            fn = fmd_pick_cfg<128>(cfg, W, S, smem);
+            break;
+        default:
+            GGML_ABORT("fattn mma decode: D %d", D);
+    }
+    static thread_local std::map<std::pair<const void *, int>, bool> attr_set; // smem above 48 KiB: once per device
+    bool & done = attr_set[{(const void *)fn, device}];
+    if (!done) {
+        CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        done = true;
+    }
+    return fn;
 }

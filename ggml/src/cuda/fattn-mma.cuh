@@ -8,6 +8,7 @@
 // registers (FlashAttention-2).
 #pragma once
 #include "common.cuh"
+#include "fattn-common.cuh"
 
 struct fattn_mma_params {
     const char * q;
@@ -27,3 +28,12 @@ struct fattn_mma_params {
 // whether the kernel takes it: D in {64, 80, 96, 128}, f16 K/V with 16-byte aligned rows, f32 contiguous dst
 bool ggml_cuda_fattn_mma_ok(int D, const ggml_tensor * k, const ggml_tensor * v, const ggml_tensor * dst);
 void ggml_cuda_fattn_mma(ggml_cuda_context & ctx, const fattn_mma_params & p);
+
+// Decode on tensor cores (the f16 decode path of fattn.cu): at most 16 query rows per kv head (n_tokens * r), f16
+// K/V as for ggml_cuda_fattn_mma_ok; KV splits merged by the last block per kv head (fattn-common.cuh).
+bool ggml_cuda_fattn_mma_dec_ok(const fa_params & p, const ggml_tensor * k, const ggml_tensor * v,
+                                const ggml_tensor * dst);
+// The kernel for head size D (64, 80, 96, 128) and configuration cfg (warps per block x cp.async stages per warp:
+// 1: 4 x 3, 2: 2 x 4, 3: 4 x 2, 5: 8 x 3, 6: 12 x 2, else 8 x 2), its warps per block W, keys per warp step S and
+// dynamic shared memory (the attribute is set).
+fattn_vec_fn ggml_cuda_fattn_mma_dec(int D, int cfg, int device, int & W, int & S, size_t & smem);

@@ -44,35 +44,44 @@ static __device__ __forceinline__ float kvq_i2f(int v) { return __int_as_float(v
 // raw: what a lane loads (load / zero); scale(): the block's d (1 for f16); values(): the L values without d; for
 // the block types idot(): the integer dot with the query's int8 slice; for f16 fdot(): the float dot. sh: the nibble
 // (0 or 4) of a q4_0 slice of at most 16 values (dims 16..31 of a block sit in the high nibbles).
-template <int L> struct kvq_s_q8_0 {
-    static constexpr bool quant = true;
-    static constexpr int NW = L / 4; // words of quants
-    struct raw {
-        uint32_t w[NW + 1]; // the 4-byte aligned words covering the quants (the last one only when 2-byte aligned)
-        uint32_t sel;       // __byte_perm selector realigning them
-        uint32_t d;         // f16 bits of the block's scale
-    };
-    static __device__ __forceinline__ void load(raw & r, const char * row, int t) {
-        const char * blk = row + (t * L / 32) * 34;
-        const uintptr_t a = (uintptr_t)(blk + 2 + (t * L) % 32);
+// What a lane loads of a block-type slice: the NW 4-byte words covering its quants (off bytes past the block's f16
+// scale), one more when the block is only 2-byte aligned, the __byte_perm selector realigning them, and the scale.
+template <int NW> struct kvq_words {
+    uint32_t w[NW + 1];
+    uint32_t sel;
+    uint32_t d; // f16 bits of the block's scale
+    __device__ __forceinline__ void load(const char * blk, int off) {
+        const uintptr_t a = (uintptr_t)(blk + 2 + off);
         const uint32_t * wp = (const uint32_t *)(a & ~(uintptr_t)3);
         const bool mis = (a & 2) != 0;
 #pragma unroll
         for (int i = 0; i < NW; ++i)
-            r.w[i] = __ldg(wp + i);
-        r.w[NW] = mis ? __ldg(wp + NW) : 0u;
-        r.sel = mis ? 0x5432u : 0x3210u;
-        r.d = __ldg((const unsigned short *)blk);
+            w[i] = __ldg(wp + i);
+        w[NW] = mis ? __ldg(wp + NW) : 0u;
+        sel = mis ? 0x5432u : 0x3210u;
+        d = __ldg((const unsigned short *)blk);
     }
-    static __device__ __forceinline__ void zero(raw & r) {
+    __device__ __forceinline__ void zero() {
 #pragma unroll
         for (int i = 0; i <= NW; ++i)
-            r.w[i] = 0u;
-        r.sel = 0x3210u;
-        r.d = 0u;
+            w[i] = 0u;
+        sel = 0x3210u;
+        d = 0u;
     }
-    static __device__ __forceinline__ uint32_t word(const raw & r, int i) { return __byte_perm(r.w[i], r.w[i + 1], r.sel); }
-    static __device__ __forceinline__ float scale(const raw & r) { return __half2float(__ushort_as_half((unsigned short)r.d)); }
+    __device__ __forceinline__ uint32_t word(int i) const { return __byte_perm(w[i], w[i + 1], sel); }
+    __device__ __forceinline__ float scale() const { return __half2float(__ushort_as_half((unsigned short)d)); }
+};
+
+template <int L> struct kvq_s_q8_0 {
+    static constexpr bool quant = true;
+    static constexpr int NW = L / 4; // words of quants
+    using raw = kvq_words<NW>;
+    static __device__ __forceinline__ void load(raw & r, const char * row, int t) {
+        r.load(row + (t * L / 32) * 34, (t * L) % 32);
+    }
+    static __device__ __forceinline__ void zero(raw & r) { r.zero(); }
+    static __device__ __forceinline__ uint32_t word(const raw & r, int i) { return r.word(i); }
+    static __device__ __forceinline__ float scale(const raw & r) { return r.scale(); }
     static __device__ __forceinline__ int idot(const raw & r, const int (&q)[L / 4], int, int) {
         int s = 0;
 #pragma unroll
@@ -95,32 +104,13 @@ template <int L> struct kvq_s_q4_0 {
     static constexpr bool quant = true;
     static constexpr int NB = L < 16 ? L : 16; // bytes of quants a slice reads
     static constexpr int NW = NB / 4;
-    struct raw {
-        uint32_t w[NW + 1];
-        uint32_t sel;
-        uint32_t d;
-    };
+    using raw = kvq_words<NW>;
     static __device__ __forceinline__ void load(raw & r, const char * row, int t) {
-        const char * blk = row + (t * L / 32) * 18;
-        const uintptr_t a = (uintptr_t)(blk + 2 + ((t * L) % 32) % 16);
-        const uint32_t * wp = (const uint32_t *)(a & ~(uintptr_t)3);
-        const bool mis = (a & 2) != 0;
-#pragma unroll
-        for (int i = 0; i < NW; ++i)
-            r.w[i] = __ldg(wp + i);
-        r.w[NW] = mis ? __ldg(wp + NW) : 0u;
-        r.sel = mis ? 0x5432u : 0x3210u;
-        r.d = __ldg((const unsigned short *)blk);
+        r.load(row + (t * L / 32) * 18, ((t * L) % 32) % 16);
     }
-    static __device__ __forceinline__ void zero(raw & r) {
-#pragma unroll
-        for (int i = 0; i <= NW; ++i)
-            r.w[i] = 0u;
-        r.sel = 0x3210u;
-        r.d = 0u;
-    }
-    static __device__ __forceinline__ uint32_t word(const raw & r, int i) { return __byte_perm(r.w[i], r.w[i + 1], r.sel); }
-    static __device__ __forceinline__ float scale(const raw & r) { return __half2float(__ushort_as_half((unsigned short)r.d)); }
+    static __device__ __forceinline__ void zero(raw & r) { r.zero(); }
+    static __device__ __forceinline__ uint32_t word(const raw & r, int i) { return r.word(i); }
+    static __device__ __forceinline__ float scale(const raw & r) { return r.scale(); }
     static __device__ __forceinline__ int idot(const raw & r, const int (&q)[L / 4], int qsum, int sh) {
         int s = 0;
         if constexpr (L == 32) {

@@ -358,12 +358,12 @@ template <typename T> static fattn_vec_fn fattn_vec_pick_d(int D, int n_q, int &
 
 // Decode: KV splits so that the grid is one wave of resident blocks (occupancy of the kernel), at least one
 // warp step of S keys per warp and split; the last block of each kv head merges the splits (p.counters).
-static void fattn_vec_launch(ggml_cuda_context & ctx, fa_params & p, fattn_vec_fn fn, int W, int S) {
+static void fattn_vec_launch(ggml_cuda_context & ctx, fa_params & p, fattn_vec_fn fn, int W, int S, size_t smem = 0) {
     const int n_q = p.n_tokens * p.r, n_head_kv = p.n_head / p.r;
     static thread_local std::map<std::pair<const void *, int>, int> occupancy; // blocks per SM: kernel, device
     int & occ = occupancy[{(const void *)fn, ctx.device}];
     if (occ == 0) {
-        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, W * 32, 0));
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, W * 32, smem));
         occ = std::max(occ, 1);
     }
     int64_t n_split = std::min<int64_t>(occ * ctx.n_sm / n_head_kv, cuda_ceil_div(p.n_kv, W * S));
@@ -376,7 +376,7 @@ static void fattn_vec_launch(ggml_cuda_context & ctx, fa_params & p, fattn_vec_f
         p.ml = (float2 *)ctx.pool.alloc(sizeof(float2) * p.n_split * nq_all);
         p.counters = ctx.counters;
     }
-    ggml_cuda_launch(ctx, fn, dim3(1, n_head_kv, p.n_split), dim3(W * 32), 0, p);
+    ggml_cuda_launch(ctx, fn, dim3(1, n_head_kv, p.n_split), dim3(W * 32), smem, p);
 }
 
 static void fattn_vec(ggml_cuda_context & ctx, fa_params & p, ggml_type kv_type) {
@@ -544,6 +544,23 @@ static bool flash_attn_ext_f(ggml_cuda_context & ctx, ggml_tensor * dst, const g
         return false;
     }
     p.per_token = 0;
+    // decode of up to 16 query rows per kv head on f16 K/V: the tensor-core decode kernel (fattn-mma.cu) unless
+    // GGML_CUDA_FATTN_DEC=0 (the vec kernel below, or the prompt kernel for 9-16 rows; an A/B); other values pick
+    // its configuration (warps x stages, ggml_cuda_fattn_mma_dec; default 4: 8 x 2)
+    static const int dec_cfg = std::getenv("GGML_CUDA_FATTN_DEC") ? std::atoi(std::getenv("GGML_CUDA_FATTN_DEC")) : 4;
+    if (dec_cfg != 0 && !no_vec && ggml_cuda_fattn_mma_dec_ok(p, k, v, dst)) {
+        int W = 0, S = 0;
+        size_t smem = 0;
+        const fattn_vec_fn fn = ggml_cuda_fattn_mma_dec(p.D, dec_cfg, ctx.device, W, S, smem);
+        const bool q8 = q8s && p.D % 32 == 0; // fattn_vec_store quantizes 32 dims of one query per warp
+        if (q8) {
+            p.q8s = q8s;
+            p.q8d = q8d;
+            p.q8sum = q8sum;
+        }
+        fattn_vec_launch(ctx, p, fn, W, S, smem);
+        return q8;
+    }
     if (n_q > 8 && !no_vec && !use_gemm && ggml_cuda_fattn_mma_ok(p.D, k, v, dst)) {
         fattn_mma_params mp = {p.q,  p.k,  p.v,      p.mask,   p.dst,        p.qs,    p.ks,
                                p.vs, p.ms, p.ds,     p.D,      p.n_kv,       p.n_tokens, p.n_head,
