@@ -867,12 +867,14 @@ TEST_CASE("quantized types: mat-vec (N 1..8) and prompt GEMM (N 9..17, 511..513)
 // The int8 tensor-core GEMM (mmq.cuh: tiles of 128 weight rows x 64 columns, K steps of 128 values) for every
 // quantized weight type in the kernel layout (repacked q8_0 too): rows not a multiple of the tile, N just above
 // the mat-vec range and ragged last column tiles, K of several steps with a partial last step, batches with
-// broadcast over dims 2 and 3; the same shapes through the old path (GGML_CUDA_NO_MMQ=1) for comparison.
+// broadcast over dims 2 and 3, K split over blocks; MMQ forced for every N (GGML_CUDA_MMQ_MAX_N), then the same
+// shapes through the old path (GGML_CUDA_NO_MMQ=1).
 TEST_CASE("quantized types: int8 tensor-core GEMM (MMQ), ragged tiles, several K steps, batches") {
     std::vector<ggml_type> types = {GGML_TYPE_Q8_0};
     types.insert(types.end(), std::begin(k_qtypes), std::end(k_qtypes));
     for (const bool no_mmq : {false, true}) {
-        if (no_mmq) setenv("GGML_CUDA_NO_MMQ", "1", 1);
+        // MMQ for every N (the default dispatch sends large N to cuBLAS), then the old path
+        setenv(no_mmq ? "GGML_CUDA_NO_MMQ" : "GGML_CUDA_MMQ_MAX_N", no_mmq ? "1" : "1000000", 1);
         backends be;
         for (ggml_type t : types) {
             const int64_t qk = ggml_blck_size(t);
@@ -898,6 +900,12 @@ TEST_CASE("quantized types: int8 tensor-core GEMM (MMQ), ragged tiles, several K
                 },
                 qtol(t));
             compare_w(
+                be, tn + " batched K2048 N12 (split over K into 4)",
+                [=](ggml_context * cw, ggml_context * cg) {
+                    return ggml_mul_mat(cg, leaf(cw, t, 2048, 19, 2, "w"), leaf(cg, GGML_TYPE_F32, 2048, 12, 4, "x"));
+                },
+                qtol(t));
+            compare_w(
                 be, tn + " batched N33 (broadcast over dims 2 and 3)",
                 [=](ggml_context * cw, ggml_context * cg) {
                     return ggml_mul_mat(cg, leaf(cw, t, 4 * qk, 150, 1, "w", 2),
@@ -905,7 +913,7 @@ TEST_CASE("quantized types: int8 tensor-core GEMM (MMQ), ragged tiles, several K
                 },
                 qtol(t));
         }
-        if (no_mmq) unsetenv("GGML_CUDA_NO_MMQ");
+        unsetenv(no_mmq ? "GGML_CUDA_NO_MMQ" : "GGML_CUDA_MMQ_MAX_N");
     }
 }
 

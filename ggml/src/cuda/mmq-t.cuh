@@ -58,7 +58,7 @@ template <typename T>
 static __global__ void __launch_bounds__(MMQ_NT, 2)
     k_mmq(const qregs w, const int8_t * __restrict__ xq, const float * __restrict__ xd, const int * __restrict__ xs,
           float * __restrict__ dst, int K, int M, int N, int64_t A2, int64_t B2, int64_t r2, int64_t r3, cuda_shape ds,
-          int early) {
+          int early, int ksplit) {
     constexpr int SB = T::MMQ_SB, SPU = 32 / SB, NS = MMQ_KS / SB;
     constexpr bool MIN = T::MMQ_MIN;
     __shared__ __align__(16) int8_t sw[MMQ_BM * MMQ_LD];
@@ -70,10 +70,13 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
 
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     const int n0 = blockIdx.x * MMQ_BN, m0 = blockIdx.y * MMQ_BM;
-    const int64_t bz = blockIdx.z, i2 = bz % B2, i3 = bz / B2;
+    const int64_t bz = blockIdx.z / ksplit, i2 = bz % B2, i3 = bz / B2;
     const int64_t off = (i2 / r2) * M + (i3 / r3) * M * A2;
     const int nbr = K / T::QK;
-    const int nsteps = (K + MMQ_KS - 1) / MMQ_KS;
+    // split-K: this block's steps [s0, nsteps) (ksplit > 1: partial sums added into dst, zeroed before)
+    const int nsteps_all = (K + MMQ_KS - 1) / MMQ_KS, sps = (nsteps_all + ksplit - 1) / ksplit;
+    const int s0 = (int)(blockIdx.z % ksplit) * sps, nsteps = min(nsteps_all, s0 + sps);
+    if (s0 >= nsteps) return;
     const int64_t K32 = K / 32;
 
     // weight units: u = tid + 256k -> row u / 4 of the tile, unit u % 4 of the step
@@ -123,15 +126,15 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
     };
 
     if (!early) pdl_wait();
-    load_w(0); // the first weights before pdl_wait: they do not depend on the kernel before
+    load_w(s0); // the first weights before pdl_wait: they do not depend on the kernel before
     pdl_wait();
-    load_x(0);
+    load_x(s0);
 
     const int g = lane / 4, t = lane % 4;
     const int wr = warp % 4, wc = warp / 4;
     float acc[2][4][4] = {};
 
-    for (int s = 0; s < nsteps; ++s) {
+    for (int s = s0; s < nsteps; ++s) {
         const int k0 = s * MMQ_KS;
         // unpack this step's registers into shared memory
 #pragma unroll
@@ -244,9 +247,13 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
             for (int e = 0; e < 4; ++e) {
                 const int r = m0 + 32 * wr + 16 * i + g + 8 * (e / 2);
                 const int c = n0 + 32 * wc + 8 * j + 2 * t + (e % 2);
-                if (r < M && c < N)
-                    *(float *)((char *)dst + r * ds.nb[0] + c * ds.nb[1] + i2 * ds.nb[2] + i3 * ds.nb[3]) =
-                        acc[i][j][e];
+                if (r < M && c < N) {
+                    float * p = (float *)((char *)dst + r * ds.nb[0] + c * ds.nb[1] + i2 * ds.nb[2] + i3 * ds.nb[3]);
+                    if (ksplit > 1)
+                        atomicAdd(p, acc[i][j][e]);
+                    else
+                        *p = acc[i][j][e];
+                }
             }
 }
 
@@ -257,13 +264,29 @@ static void qt_mmq(ggml_cuda_context & ctx, const ggml_tensor * a, const void * 
     GGML_ASSERT(a->type == T::type && K % T::QK == 0 && K <= INT32_MAX && M <= INT32_MAX && N <= INT32_MAX);
     GGML_ASSERT(b->ne[0] == K && B2 % a->ne[2] == 0 && B3 % a->ne[3] == 0);
     if (M == 0 || N == 0 || B2 * B3 == 0) return;
-    GGML_ASSERT(cuda_ceil_div(M, MMQ_BM) <= 65535 && B2 * B3 <= 65535);
+    GGML_ASSERT(cuda_ceil_div(M, MMQ_BM) <= 65535 && B2 * B3 * 8 <= 65535);
     const q8s_view x = q8s_view_of(const_cast<void *>(bq), ggml_nrows(b), K);
     const qregs r = qt_regs_of(T::type, w, ggml_nelements(a) / T::QK);
-    const dim3 grid((unsigned)cuda_ceil_div(N, MMQ_BN), (unsigned)cuda_ceil_div(M, MMQ_BM), (unsigned)(B2 * B3));
+    // split K while the tiles fill less than one wave of 2 blocks per SM (small N: batched decode), keeping at
+    // least 4 steps (512 values) per block
+    const int64_t tiles = cuda_ceil_div(N, MMQ_BN) * cuda_ceil_div(M, MMQ_BM) * B2 * B3;
+    const int64_t nsteps = cuda_ceil_div(K, MMQ_KS);
+    int ks = 1;
+    while (ks < 8 && tiles * ks < 2 * ctx.n_sm && nsteps >= 8 * ks)
+        ks *= 2;
+    const dim3 grid((unsigned)cuda_ceil_div(N, MMQ_BN), (unsigned)cuda_ceil_div(M, MMQ_BM), (unsigned)(B2 * B3 * ks));
+    if (ks > 1) { // dst (contiguous) zeroed, then the partial sums added; a plain launch after the memset
+        GGML_ASSERT(ggml_is_contiguous(dst));
+        CUDA_CHECK(cudaMemsetAsync(dst->data, 0, ggml_nbytes(dst), ctx.stream));
+        k_mmq<T><<<grid, MMQ_NT, 0, ctx.stream>>>(r, (const int8_t *)x.qs, (const float *)x.d, (const int *)x.s,
+                                                  (float *)dst->data, (int)K, (int)M, (int)N, a->ne[2], B2,
+                                                  B2 / a->ne[2], B3 / a->ne[3], cuda_shape_of(dst), 0, ks);
+        CUDA_CHECK_LAUNCH();
+        return;
+    }
     ggml_cuda_launch(ctx, k_mmq<T>, grid, dim3(MMQ_NT), 0, r, (const int8_t *)x.qs, (const float *)x.d,
                      (const int *)x.s, (float *)dst->data, (int)K, (int)M, (int)N, a->ne[2], B2, B2 / a->ne[2],
-                     B3 / a->ne[3], cuda_shape_of(dst), early ? 1 : 0);
+                     B3 / a->ne[3], cuda_shape_of(dst), early ? 1 : 0, 1);
 }
 
 #define GGML_CUDA_MMQ_INSTANCE(T, name)                                                                                \

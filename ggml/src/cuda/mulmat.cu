@@ -155,9 +155,20 @@ static void mul_mat_dequant_cublas(ggml_cuda_context & ctx, const ggml_tensor * 
     ctx.pool.rewind(mark);
 }
 
+// Up to how many columns the int8 tensor-core GEMM beats dequantization + cuBLAS (measured end to end, H100,
+// Llama-2-7B, bench -fa 1, 2026-11-25; docs/cuda-notes.md): q8_0 pp32 / 64 / 128 / 256 / 512 3697 / 5569 / 8568 /
+// 10526 / 11701 t/s against 1938 / 3906 / 7332 / 12841 / 19411, so 128 (batched-bench B = 32 / 64: tg 1635 -> 2465,
+// 2511 -> 3318 t/s). The other types are not measured with the K split (before it, Q4_K_M lost at every N from 32
+// to 512). Off by default (k_mmq_default = false) until test_llm_gpu has run with it: one run with MMQ for every
+// type and N showed 3 failing test_llm_gpu cases whose log did not come back (test_backend_cuda passed); turn on
+// with GGML_CUDA_MMQ_MAX_N=128 (one bound for every type) or by setting k_mmq_default.
+static constexpr bool k_mmq_default = false;
+static int64_t mmq_crossover_n(ggml_type type) { return k_mmq_default && type == GGML_TYPE_Q8_0 ? 128 : 0; }
+
 // the int8 tensor-core GEMM (mmq.cuh) for a quantized a in the kernel layout times N > MUL_MAT_VEC_MAX_N columns
 static ggml_cuda_mmq_fn mmq_of(const ggml_cuda_context & ctx, const ggml_tensor * a, int64_t N) {
-    if (!ctx.use_mmq || N <= MUL_MAT_VEC_MAX_N || N > ctx.mmq_max_n) return nullptr;
+    const int64_t max_n = ctx.mmq_max_n >= 0 ? ctx.mmq_max_n : mmq_crossover_n(a->type);
+    if (!ctx.use_mmq || N <= MUL_MAT_VEC_MAX_N || N > max_n) return nullptr;
     if (a->ne[0] > INT32_MAX || a->ne[1] > INT32_MAX) return nullptr;
     return ggml_cuda_mmq(a->type);
 }

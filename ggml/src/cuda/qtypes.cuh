@@ -9,6 +9,11 @@
 //               Integer dots with __dp4a; the offsets / mins of a type come from the activation sums (__dp2a),
 //               the scale math once per 32 values (16 for the types with 16-value scales).
 //   dq8(p, b, j, y)  values 8j .. 8j+7 of block b from either layout (cuda_qptrs): get_rows, to-f16.
+//   MMQ_SB, MMQ_MIN, MU, mmq_load(r, b, u, mu), mmq_unpack(mu, u, q, d, m)   the int8 tensor-core GEMM (mmq-t.cuh):
+//               the 32 values of unit u of block b; mmq_load issues the raw loads only (kept in flight across a
+//               K step), mmq_unpack gives 8 words of int8 values (offsets such as q4_0's -8 folded in) and a float
+//               scale per MMQ_SB (32 or 16) values, plus a min per MMQ_SB values for the MMQ_MIN types:
+//               value = d[i / MMQ_SB] * q[i] + m[i / MMQ_SB].
 // Value formulas: ggml's dequantize_row_* (ggml-quants-legacy.cpp, ggml-quants-k.cpp).
 #pragma once
 #include "common.cuh"
