@@ -702,8 +702,9 @@ TEST_CASE("repacked q8_0 weights: mat-vec (odd rows, 1..8 columns, batches), pre
     backends be;
     for (int64_t K : {32, 96, 4096, 11008}) {
         for (int64_t M : {1, 37, 333}) {
-            for (int64_t N : {1, 3, 8, 64}) {
-                if (K >= 4096 && N == 64 && M == 1) continue;
+            for (int64_t N : {1, 3, 8, 9, 64, 513}) {
+                if (K >= 4096 && N >= 64 && M == 1) continue;
+                if (N == 513 && K > 4096) continue;
                 compare_w(
                     be, "q8r K" + std::to_string(K) + " M" + std::to_string(M) + " N" + std::to_string(N),
                     [=](ggml_context * cw, ggml_context * cg) {
@@ -862,6 +863,59 @@ TEST_CASE("quantized types: mat-vec (N 1..8) and prompt GEMM (N 9..17, 511..513)
             INFO(tn, " vs f64 K", 4 * qk, " M67 N", N, ": nmse ", e);
             CHECK(e <= qtol(t) / 2);
         }
+    }
+}
+
+// The int8 tensor-core GEMM (mmq.cuh: tiles of 128 weight rows x 64 columns, K steps of 128 values) for every
+// quantized weight type in the kernel layout (repacked q8_0 too): rows not a multiple of the tile, N just above
+// the mat-vec range and ragged last column tiles, K of several steps with a partial last step, batches with
+// broadcast over dims 2 and 3, K split over blocks; MMQ forced for every N (GGML_CUDA_MMQ_MAX_N), then the same
+// shapes through the old path (GGML_CUDA_NO_MMQ=1).
+TEST_CASE("quantized types: int8 tensor-core GEMM (MMQ), ragged tiles, several K steps, batches") {
+    std::vector<ggml_type> types = {GGML_TYPE_Q8_0};
+    types.insert(types.end(), std::begin(k_qtypes), std::end(k_qtypes));
+    for (const bool no_mmq : {false, true}) {
+        // MMQ for every N (the default dispatch sends large N to cuBLAS), then the old path
+        setenv(no_mmq ? "GGML_CUDA_NO_MMQ" : "GGML_CUDA_MMQ_MAX_N", no_mmq ? "1" : "1000000", 1);
+        backends be;
+        for (ggml_type t : types) {
+            const int64_t qk = ggml_blck_size(t);
+            const std::string tn = std::string(ggml_type_name(t)) + (no_mmq ? " (no mmq)" : "");
+            // legacy types: 13 blocks (3 full steps + one block); K-quants: 3 super-blocks (6 steps)
+            const int64_t K = qk == 32 ? 13 * 32 : 3 * qk;
+            for (int64_t M : {37, 130, 256}) {
+                for (int64_t N : {9, 17, 63, 65, 130}) {
+                    if (no_mmq && M != 130) continue;
+                    compare_w(
+                        be, tn + " K" + std::to_string(K) + " M" + std::to_string(M) + " N" + std::to_string(N),
+                        [=](ggml_context * cw, ggml_context * cg) {
+                            return ggml_mul_mat(cg, leaf(cw, t, K, M, 1, "w"), leaf(cg, GGML_TYPE_F32, K, N, 1, "x"));
+                        },
+                        qtol(t));
+                }
+            }
+            compare_w(
+                be, tn + " batched N12 (broadcast 2 -> 4 over dim 2)",
+                [=](ggml_context * cw, ggml_context * cg) {
+                    return ggml_mul_mat(cg, leaf(cw, t, 2 * qk, 19, 2, "w"),
+                                        leaf(cg, GGML_TYPE_F32, 2 * qk, 12, 4, "x"));
+                },
+                qtol(t));
+            compare_w(
+                be, tn + " batched K2048 N12 (split over K into 4)",
+                [=](ggml_context * cw, ggml_context * cg) {
+                    return ggml_mul_mat(cg, leaf(cw, t, 2048, 19, 2, "w"), leaf(cg, GGML_TYPE_F32, 2048, 12, 4, "x"));
+                },
+                qtol(t));
+            compare_w(
+                be, tn + " batched N33 (broadcast over dims 2 and 3)",
+                [=](ggml_context * cw, ggml_context * cg) {
+                    return ggml_mul_mat(cg, leaf(cw, t, 4 * qk, 150, 1, "w", 2),
+                                        leaf(cg, GGML_TYPE_F32, 4 * qk, 33, 2, "x", 4));
+                },
+                qtol(t));
+        }
+        unsetenv(no_mmq ? "GGML_CUDA_NO_MMQ" : "GGML_CUDA_MMQ_MAX_N");
     }
 }
 

@@ -116,6 +116,11 @@ struct ggml_cuda_context {
     // through mmvq.cu's v6 kernels instead of those
     int qt_rpw = 2, qt_rpw_glu = 0;
     bool q8_qt = true;
+    // quantized weights times N > MUL_MAT_VEC_MAX_N columns through the int8 tensor-core GEMM (mmq.cuh) up to
+    // mmq_max_n columns (GGML_CUDA_MMQ_MAX_N; -1: the per-type crossover of mulmat.cu), beyond through
+    // dequantization + cuBLAS; GGML_CUDA_NO_MMQ=1: never
+    bool use_mmq = true;
+    int64_t mmq_max_n = -1;
     // GGML_CUDA_TWICE=norm,rope,attn,mmv,other: timing probe, the kernels of those node classes are launched twice
     // (results are then wrong where a kernel is not idempotent); the step time's increase is the class's cost
     unsigned twice_mask = 0;

@@ -1162,6 +1162,8 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
     if (const char * rpw = std::getenv("GGML_CUDA_QT_RPW")) ctx->qt_rpw = atoi(rpw) == 1 ? 1 : atoi(rpw) == 4 ? 4 : 2;
     if (const char * rpw = std::getenv("GGML_CUDA_QT_RPW_GLU")) ctx->qt_rpw_glu = atoi(rpw) == 2 ? 2 : 1;
     ctx->q8_qt = std::getenv("GGML_CUDA_Q8_V6") == nullptr;
+    ctx->use_mmq = std::getenv("GGML_CUDA_NO_MMQ") == nullptr;
+    if (const char * mn = std::getenv("GGML_CUDA_MMQ_MAX_N")) ctx->mmq_max_n = atoll(mn);
     if (const char * mv = std::getenv("GGML_CUDA_MMVQ")) {
         const int u = atoi(mv);
         ctx->mmvq_u = u == 2 || u == 4 || u == 5 || u == 8 ? u : ctx->mmvq_u;

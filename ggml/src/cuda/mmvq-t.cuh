@@ -7,21 +7,13 @@
 // twice the weight bytes in flight per warp, measured on an H100 tg128 q4_0 388 -> 434 t/s, Q4_K_M 354 -> 382,
 // q8_0 (v6 kernels of mmvq.cu) 278 -> 294; RPW 4 was slower for q4_0 and q8_0);
 // lane l takes the row's chunks l, l + 32, ... (a chunk: 32..128 values, qtypes.cuh), keeping T::U chunks of
-// each row's weights in flight; the first ones are loaded before pdl_wait() (common.cuh), as weights do not depend on the
-// kernel before. Each chunk's dot reads the activation quants with 16-byte loads (L1/L2: every warp reads the
-// same activation row), its weights with 16-byte loads where the layout allows.
+// each row's weights in flight; the first ones are loaded before pdl_wait() (common.cuh), as weights do not depend on
+// the kernel before. Each chunk's dot reads the activation quants with 16-byte loads (L1/L2: every warp reads the same
+// activation row), its weights with 16-byte loads where the layout allows.
 #pragma once
 #include "mmvq.cuh"
 #include "qtypes.cuh"
 #include "quantize.cuh"
-
-static inline qregs qt_regs_of(ggml_type type, const void * data, int64_t nblk) {
-    const cuda_qptrs p = ggml_cuda_qptrs_repacked(type, data, nblk);
-    qregs r;
-    for (int j = 0; j < 4; ++j)
-        r.r[j] = p.r[j];
-    return r;
-}
 
 template <typename T, int NW, int U>
 static __device__ __forceinline__ void qt_load(const qregs (&w)[NW], const int64_t (&b0)[NW], int ch0, int nch, int sub,

@@ -1,5 +1,6 @@
 // mulmat.cu - see mulmat.cuh.
 #include "cpy.cuh"
+#include "mmq.cuh"
 #include "mmv.cuh"
 #include "mmvq.cuh"
 #include "mulmat.cuh"
@@ -107,9 +108,9 @@ static ggml_tensor f16_b(ggml_cuda_context & ctx, const ggml_tensor * b) {
 }
 
 void ggml_cuda_qcache_written(ggml_cuda_context & ctx, const ggml_tensor * t) {
-    const char * a0 = (const char *)t->data, * a1 = a0 + ggml_nbytes(t);
+    const char *a0 = (const char *)t->data, *a1 = a0 + ggml_nbytes(t);
     for (ggml_cuda_qcache * q : {&ctx.qcache, &ctx.hcache}) {
-        const char * b0 = (const char *)q->src, * b1 = b0 + q->bytes;
+        const char *b0 = (const char *)q->src, *b1 = b0 + q->bytes;
         if (q->buf && a0 < b1 && b0 < a1) q->buf = nullptr;
     }
 }
@@ -119,7 +120,7 @@ void ggml_cuda_qcache_written(ggml_cuda_context & ctx, const ggml_tensor * t) {
 static bool q8s_weight(const ggml_tensor * a) { return ggml_cuda_q8_repacked(a) || ggml_cuda_qt(a->type); }
 
 bool ggml_cuda_mul_mat_reads_q8s(const ggml_tensor * mm) {
-    const ggml_tensor * a = mm->src[0], * b = mm->src[1];
+    const ggml_tensor *a = mm->src[0], *b = mm->src[1];
     return mm->op == GGML_OP_MUL_MAT && a && b && q8s_weight(a) && b->ne[1] <= MUL_MAT_VEC_MAX_N;
 }
 
@@ -154,6 +155,24 @@ static void mul_mat_dequant_cublas(ggml_cuda_context & ctx, const ggml_tensor * 
     ctx.pool.rewind(mark);
 }
 
+// Up to how many columns the int8 tensor-core GEMM beats dequantization + cuBLAS (measured end to end, H100,
+// Llama-2-7B, bench -fa 1, 2026-11-25; docs/cuda-notes.md): q8_0 pp32 / 64 / 128 / 256 / 512 3697 / 5569 / 8568 /
+// 10526 / 11701 t/s against 1938 / 3906 / 7332 / 12841 / 19411, so 128 (batched-bench B = 32 / 64: tg 1635 -> 2465,
+// 2511 -> 3318 t/s). The other types are not measured with the K split (before it, Q4_K_M lost at every N from 32
+// to 512). Off by default (k_mmq_default = false) until test_llm_gpu has run with it: one run with MMQ for every
+// type and N showed 3 failing test_llm_gpu cases whose log did not come back (test_backend_cuda passed); turn on
+// with GGML_CUDA_MMQ_MAX_N=128 (one bound for every type) or by setting k_mmq_default.
+static constexpr bool k_mmq_default = false;
+static int64_t mmq_crossover_n(ggml_type type) { return k_mmq_default && type == GGML_TYPE_Q8_0 ? 128 : 0; }
+
+// the int8 tensor-core GEMM (mmq.cuh) for a quantized a in the kernel layout times N > MUL_MAT_VEC_MAX_N columns
+static ggml_cuda_mmq_fn mmq_of(const ggml_cuda_context & ctx, const ggml_tensor * a, int64_t N) {
+    const int64_t max_n = ctx.mmq_max_n >= 0 ? ctx.mmq_max_n : mmq_crossover_n(a->type);
+    if (!ctx.use_mmq || N <= MUL_MAT_VEC_MAX_N || N > max_n) return nullptr;
+    if (a->ne[0] > INT32_MAX || a->ne[1] > INT32_MAX) return nullptr;
+    return ggml_cuda_mmq(a->type);
+}
+
 GGML_CUDA_OP(mul_mat) {
     const ggml_tensor * a = dst->src[0];
     const ggml_tensor * b = dst->src[1];
@@ -171,25 +190,36 @@ GGML_CUDA_OP(mul_mat) {
                 ggml_cuda_mmvq_q8r(ctx, a, quantized_b(ctx, b), b, dst);
             return;
         }
+        if (const ggml_cuda_mmq_fn mmq = mmq_of(ctx, a, N)) {
+            mmq(ctx, a, a->data, true, quantized_b(ctx, b), b, dst);
+            return;
+        }
         mul_mat_dequant_cublas(ctx, a, b, dst);
         return;
     }
     if (const ggml_cuda_qt_fns * qt = ggml_cuda_qt(a->type)) {
         GGML_ASSERT(ggml_is_contiguous(a) && a->ne[0] % qt->qk == 0);
-        if (N > MUL_MAT_VEC_MAX_N) {
+        const ggml_cuda_mmq_fn mmq = mmq_of(ctx, a, N);
+        if (N > MUL_MAT_VEC_MAX_N && !mmq) {
             mul_mat_dequant_cublas(ctx, a, b, dst);
             return;
         }
         const void * bq = quantized_b(ctx, b);
         if (ggml_cuda_kernel_layout(a)) {
-            qt->mmvq(ctx, a, a->data, true, bq, b, dst);
+            if (mmq)
+                mmq(ctx, a, a->data, true, bq, b, dst);
+            else
+                qt->mmvq(ctx, a, a->data, true, bq, b, dst);
             return;
         }
         // ggml's layout (a weight outside a weights buffer, a view): a repacked copy in scratch for this launch
         const size_t mark = ctx.pool.mark();
         void * w = ctx.pool.alloc(ggml_nbytes(a));
         ggml_cuda_repack_into(ctx, a, w);
-        qt->mmvq(ctx, a, w, false, bq, b, dst);
+        if (mmq)
+            mmq(ctx, a, w, false, bq, b, dst);
+        else
+            qt->mmvq(ctx, a, w, false, bq, b, dst);
         ctx.pool.rewind(mark);
         return;
     }
@@ -227,8 +257,8 @@ void ggml_cuda_qcache_set(ggml_cuda_context & ctx, const ggml_tensor * b, void *
 
 // ---- fused decode mat-vecs ----------------------------------------------------------------------
 static bool overlaps(const ggml_tensor * a, const ggml_tensor * b) {
-    const char * a0 = (const char *)a->data, * a1 = a0 + ggml_nbytes(a);
-    const char * b0 = (const char *)b->data, * b1 = b0 + ggml_nbytes(b);
+    const char *a0 = (const char *)a->data, *a1 = a0 + ggml_nbytes(a);
+    const char *b0 = (const char *)b->data, *b1 = b0 + ggml_nbytes(b);
     return a0 < b1 && b0 < a1;
 }
 
@@ -244,8 +274,9 @@ bool ggml_cuda_mul_mat_group_ok(const ggml_cuda_context & ctx, const ggml_tensor
     const ggml_cuda_qt_fns * q8qt = ggml_cuda_qt_q8r(ctx, a0);
     const ggml_cuda_qt_fns * qt = q8qt ? q8qt : ggml_cuda_qt(a0->type);
     const bool q8 = !qt && ggml_cuda_q8_repacked(a0);
-    if (q8 ? !(K % 32 == 0 && ggml_cuda_mmvq_q8r_v6(ctx, K, 1))
-           : qt ? !(K % qt->qk == 0 && K <= INT32_MAX) : !(x->nb[0] == 4 && (uintptr_t)x->data % 16 == 0))
+    if (q8   ? !(K % 32 == 0 && ggml_cuda_mmvq_q8r_v6(ctx, K, 1))
+        : qt ? !(K % qt->qk == 0 && K <= INT32_MAX)
+             : !(x->nb[0] == 4 && (uintptr_t)x->data % 16 == 0))
         return false;
     for (int m = 0; m < n; ++m) {
         const ggml_tensor * t = mm[m];
@@ -253,10 +284,10 @@ bool ggml_cuda_mul_mat_group_ok(const ggml_cuda_context & ctx, const ggml_tensor
         if (t->op != GGML_OP_MUL_MAT || t->src[1] != x || !a) return false;
         if (t->type != GGML_TYPE_F32 || !ggml_is_contiguous(t) || t->ne[0] != a->ne[1] || ggml_nrows(t) != 1)
             return false;
-        const bool w_ok = q8   ? ggml_cuda_q8_repacked(a) && a->ne[0] == K && a->ne[2] == 1 && a->ne[3] == 1
-                          : qt ? a->type == a0->type && ggml_cuda_kernel_layout(a) && a->ne[0] == K && a->ne[2] == 1 &&
-                                     a->ne[3] == 1
-                               : ggml_cuda_mmv_f16_fusable(a, K);
+        const bool w_ok =
+            q8   ? ggml_cuda_q8_repacked(a) && a->ne[0] == K && a->ne[2] == 1 && a->ne[3] == 1
+            : qt ? a->type == a0->type && ggml_cuda_kernel_layout(a) && a->ne[0] == K && a->ne[2] == 1 && a->ne[3] == 1
+                 : ggml_cuda_mmv_f16_fusable(a, K);
         if (!w_ok) return false;
         if (overlaps(t, x)) return false; // f16 kernels read x while writing (q8: harmless, but never seen)
     }

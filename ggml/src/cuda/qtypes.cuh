@@ -9,6 +9,11 @@
 //               Integer dots with __dp4a; the offsets / mins of a type come from the activation sums (__dp2a),
 //               the scale math once per 32 values (16 for the types with 16-value scales).
 //   dq8(p, b, j, y)  values 8j .. 8j+7 of block b from either layout (cuda_qptrs): get_rows, to-f16.
+//   MMQ_SB, MMQ_MIN, MU, mmq_load(r, b, u, mu), mmq_unpack(mu, u, q, d, m)   the int8 tensor-core GEMM (mmq-t.cuh):
+//               the 32 values of unit u of block b; mmq_load issues the raw loads only (kept in flight across a
+//               K step), mmq_unpack gives 8 words of int8 values (offsets such as q4_0's -8 folded in) and a float
+//               scale per MMQ_SB (32 or 16) values, plus a min per MMQ_SB values for the MMQ_MIN types:
+//               value = d[i / MMQ_SB] * q[i] + m[i / MMQ_SB].
 // Value formulas: ggml's dequantize_row_* (ggml-quants-legacy.cpp, ggml-quants-k.cpp).
 #pragma once
 #include "common.cuh"
@@ -17,10 +22,20 @@
 struct qregs {
     const char * r[4];
 };
+// the region pointers of a tensor of nblk blocks of `type` in the kernel layout at data
+static inline qregs qt_regs_of(ggml_type type, const void * data, int64_t nblk) {
+    const cuda_qptrs p = ggml_cuda_qptrs_repacked(type, data, nblk);
+    qregs r;
+    for (int j = 0; j < 4; ++j)
+        r.r[j] = p.r[j];
+    return r;
+}
 
 static __device__ __forceinline__ int4 qt_ld16(const char * p) { return __ldg((const int4 *)p); }
 static __device__ __forceinline__ int2 qt_ld8(const char * p) { return __ldg((const int2 *)p); }
 static __device__ __forceinline__ int qt_ld4(const char * p) { return __ldg((const int *)p); }
+static __device__ __forceinline__ int qt_ldu16(const char * p) { return __ldg((const unsigned short *)p); }
+static __device__ __forceinline__ float qt_h2f(int h) { return __half2float(__ushort_as_half((unsigned short)h)); }
 static __device__ __forceinline__ float qt_ldh(const char * p) {
     return __half2float(__ushort_as_half(__ldg((const unsigned short *)p)));
 }
@@ -75,6 +90,24 @@ struct qt_q4_0 {
         for (int e = 0; e < 8; ++e)
             y[e] = d * (float)(((j < 2 ? qs[e] : qs[e] >> 4) & 15) - 8);
     }
+    static constexpr int MMQ_SB = 32;
+    static constexpr bool MMQ_MIN = false;
+    struct MU {
+        int4 q;
+        int d;
+    };
+    static __device__ __forceinline__ void mmq_load(const qregs & r, int64_t b, int, MU & w) {
+        w.q = qt_ld16(r.r[0] + b * 16);
+        w.d = qt_ldu16(r.r[1] + b * 2);
+    }
+    static __device__ __forceinline__ void mmq_unpack(const MU & w, int, int (&q)[8], float (&d)[2], float (&)[2]) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) { // q - 8 as signed bytes
+            q[i] = __vsub4(i4(w.q, i) & 0x0f0f0f0f, 0x08080808);
+            q[4 + i] = __vsub4((i4(w.q, i) >> 4) & 0x0f0f0f0f, 0x08080808);
+        }
+        d[0] = qt_h2f(w.d);
+    }
 };
 
 // ---- q8_0: d * q (the repacked layout [qs 32][d 2]; the v6 kernels of mmvq.cu are the default for it) ----------
@@ -106,6 +139,25 @@ struct qt_q8_0 {
 #pragma unroll
         for (int e = 0; e < 8; ++e)
             y[e] = d * (float)qs[e];
+    }
+    static constexpr int MMQ_SB = 32;
+    static constexpr bool MMQ_MIN = false;
+    struct MU {
+        int4 q0, q1;
+        int d;
+    };
+    static __device__ __forceinline__ void mmq_load(const qregs & r, int64_t b, int, MU & w) {
+        w.q0 = qt_ld16(r.r[0] + b * 32);
+        w.q1 = qt_ld16(r.r[0] + b * 32 + 16);
+        w.d = qt_ldu16(r.r[1] + b * 2);
+    }
+    static __device__ __forceinline__ void mmq_unpack(const MU & w, int, int (&q)[8], float (&d)[2], float (&)[2]) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            q[i] = i4(w.q0, i);
+            q[4 + i] = i4(w.q1, i);
+        }
+        d[0] = qt_h2f(w.d);
     }
 };
 
@@ -139,6 +191,26 @@ struct qt_q4_1 {
 #pragma unroll
         for (int e = 0; e < 8; ++e)
             y[e] = d * (float)((j < 2 ? qs[e] : qs[e] >> 4) & 15) + m;
+    }
+    static constexpr int MMQ_SB = 32;
+    static constexpr bool MMQ_MIN = true;
+    struct MU {
+        int4 q;
+        int dm;
+    };
+    static __device__ __forceinline__ void mmq_load(const qregs & r, int64_t b, int, MU & w) {
+        w.q = qt_ld16(r.r[0] + b * 16);
+        w.dm = qt_ld4(r.r[1] + b * 4);
+    }
+    static __device__ __forceinline__ void mmq_unpack(const MU & w, int, int (&q)[8], float (&d)[2], float (&m)[2]) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            q[i] = i4(w.q, i) & 0x0f0f0f0f;
+            q[4 + i] = (i4(w.q, i) >> 4) & 0x0f0f0f0f;
+        }
+        const float2 dm = __half22float2(*(const half2 *)&w.dm);
+        d[0] = dm.x;
+        m[0] = dm.y;
     }
 };
 
@@ -178,6 +250,25 @@ struct qt_q5_0 {
             y[e] = d * (float)((int)(((j < 2 ? qs[e] : qs[e] >> 4) & 15) | (((qh >> v) & 1) << 4)) - 16);
         }
     }
+    static constexpr int MMQ_SB = 32;
+    static constexpr bool MMQ_MIN = false;
+    struct MU {
+        int4 q;
+        int qh, d;
+    };
+    static __device__ __forceinline__ void mmq_load(const qregs & r, int64_t b, int, MU & w) {
+        w.q = qt_ld16(r.r[0] + b * 16);
+        w.qh = qt_ld4(r.r[1] + b * 4);
+        w.d = qt_ldu16(r.r[2] + b * 2);
+    }
+    static __device__ __forceinline__ void mmq_unpack(const MU & w, int, int (&q)[8], float (&d)[2], float (&)[2]) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) { // q - 16 as signed bytes
+            q[i] = __vsub4((i4(w.q, i) & 0x0f0f0f0f) | qt_spread4(w.qh, 4 * i), 0x10101010);
+            q[4 + i] = __vsub4(((i4(w.q, i) >> 4) & 0x0f0f0f0f) | qt_spread4(w.qh, 16 + 4 * i), 0x10101010);
+        }
+        d[0] = qt_h2f(w.d);
+    }
 };
 
 // ---- q5_1: d * q + m --------------------------------------------------------------------------------------------
@@ -214,6 +305,26 @@ struct qt_q5_1 {
             const int v = 8 * j + e;
             y[e] = d * (float)(((j < 2 ? qs[e] : qs[e] >> 4) & 15) | (((qh >> v) & 1) << 4)) + m;
         }
+    }
+    static constexpr int MMQ_SB = 32;
+    static constexpr bool MMQ_MIN = true;
+    struct MU {
+        int4 q;
+        int2 dmh;
+    };
+    static __device__ __forceinline__ void mmq_load(const qregs & r, int64_t b, int, MU & w) {
+        w.q = qt_ld16(r.r[0] + b * 16);
+        w.dmh = qt_ld8(r.r[1] + b * 8);
+    }
+    static __device__ __forceinline__ void mmq_unpack(const MU & w, int, int (&q)[8], float (&d)[2], float (&m)[2]) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            q[i] = (i4(w.q, i) & 0x0f0f0f0f) | qt_spread4(w.dmh.y, 4 * i);
+            q[4 + i] = ((i4(w.q, i) >> 4) & 0x0f0f0f0f) | qt_spread4(w.dmh.y, 16 + 4 * i);
+        }
+        const float2 dm = __half22float2(*(const half2 *)&w.dmh.x);
+        d[0] = dm.x;
+        m[0] = dm.y;
     }
 };
 
@@ -266,6 +377,36 @@ struct qt_q2_K {
 #pragma unroll
         for (int e = 0; e < 8; ++e)
             y[e] = dl * (float)((blk[16 + 32 * h + l0 + e] >> (2 * j)) & 3) - ml;
+    }
+    // unit u (values 32u ..): h = u / 4, j = u % 4; scales per 16 with mins
+    static constexpr int MMQ_SB = 16;
+    static constexpr bool MMQ_MIN = true;
+    struct MU {
+        int4 q0, q1;
+        int sc, dm;
+    };
+    static __device__ __forceinline__ void mmq_load(const qregs & r, int64_t b, int u, MU & w) {
+        const char * blk = r.r[0] + b * 80;
+        const int h = u >> 2, j = u & 3;
+        w.q0 = qt_ld16(blk + 16 + 32 * h);
+        w.q1 = qt_ld16(blk + 32 + 32 * h);
+        w.sc = qt_ldu16(blk + 8 * h + 2 * j);
+        w.dm = qt_ld4(r.r[1] + b * 4);
+    }
+    static __device__ __forceinline__ void mmq_unpack(const MU & w, int u, int (&q)[8], float (&d)[2], float (&m)[2]) {
+        const int j = u & 3;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            q[i] = (i4(w.q0, i) >> (2 * j)) & 0x03030303;
+            q[4 + i] = (i4(w.q1, i) >> (2 * j)) & 0x03030303;
+        }
+        const float2 dm = __half22float2(*(const half2 *)&w.dm);
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int sc = (w.sc >> (8 * e)) & 0xff;
+            d[e] = dm.x * (float)(sc & 15);
+            m[e] = -dm.y * (float)(sc >> 4);
+        }
     }
 };
 
@@ -340,6 +481,45 @@ struct qt_q3_K {
             y[e] = dl * (float)q;
         }
     }
+    // unit u: h = u / 4, j = u % 4; scales per 16, q - 4 as signed bytes
+    static constexpr int MMQ_SB = 16;
+    static constexpr bool MMQ_MIN = false;
+    struct MU {
+        int4 h0, h1, q0, q1;
+        int a0, a1, a2, d;
+    };
+    static __device__ __forceinline__ void mmq_load(const qregs & r, int64_t b, int u, MU & w) {
+        const char * blk = r.r[0] + b * 96;
+        const int h = u >> 2;
+        w.h0 = qt_ld16(blk);
+        w.h1 = qt_ld16(blk + 16);
+        w.q0 = qt_ld16(blk + 32 + 32 * h);
+        w.q1 = qt_ld16(blk + 48 + 32 * h);
+        const char * sc = r.r[1] + b * 12;
+        w.a0 = qt_ld4(sc);
+        w.a1 = qt_ld4(sc + 4);
+        w.a2 = qt_ld4(sc + 8);
+        w.d = qt_ldu16(r.r[2] + b * 2);
+    }
+    static __device__ __forceinline__ void mmq_unpack(const MU & w, int u, int (&q)[8], float (&d)[2], float (&)[2]) {
+        const int h = u >> 2, j = u & 3, hb = 4 * h + j;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            q[i] = __vsub4(((i4(w.q0, i) >> (2 * j)) & 0x03030303) | (((i4(w.h0, i) >> hb) & 0x01010101) << 2),
+                           0x04040404);
+            q[4 + i] = __vsub4(((i4(w.q1, i) >> (2 * j)) & 0x03030303) | (((i4(w.h1, i) >> hb) & 0x01010101) << 2),
+                               0x04040404);
+        }
+        const float dd = qt_h2f(w.d);
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int is = 8 * h + 2 * j + e;
+            const int lo = (is & 7) < 4 ? w.a0 : w.a1; // scale bytes is % 8 and 8 + is % 4
+            const int sc =
+                ((ubyte(lo, is & 3) >> (4 * (is >> 3))) & 15) | (((ubyte(w.a2, is & 3) >> (2 * (is >> 2))) & 3) << 4);
+            d[e] = dd * (float)(sc - 32);
+        }
+    }
 };
 
 // ---- q4_K / q5_K: 8 sub-blocks of 32, d * sc * q - dmin * m, 6-bit sc/m packed in 12 bytes
@@ -410,6 +590,31 @@ struct qt_q4_K {
         for (int e = 0; e < 8; ++e)
             y[e] = d * (float)((blk[16 + 32 * g + l0 + e] >> (4 * hi)) & 15) - mn;
     }
+    // unit u (values 32u ..): g = u / 2, nibble u % 2
+    static constexpr int MMQ_SB = 32;
+    static constexpr bool MMQ_MIN = true;
+    struct MU {
+        int4 hdr, q0, q1;
+    };
+    static __device__ __forceinline__ void mmq_load(const qregs & r, int64_t b, int u, MU & w) {
+        const char * blk = r.r[0] + b * 144;
+        w.hdr = qt_ld16(blk);
+        w.q0 = qt_ld16(blk + 16 + 32 * (u >> 1));
+        w.q1 = qt_ld16(blk + 32 + 32 * (u >> 1));
+    }
+    static __device__ __forceinline__ void mmq_unpack(const MU & w, int u, int (&q)[8], float (&d)[2], float (&m)[2]) {
+        const int sh = 4 * (u & 1);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            q[i] = (i4(w.q0, i) >> sh) & 0x0f0f0f0f;
+            q[4 + i] = (i4(w.q1, i) >> sh) & 0x0f0f0f0f;
+        }
+        int sa, sb, ma, mb;
+        qt_k4_scales(w.hdr, u >> 1, sa, sb, ma, mb);
+        const float2 dm = __half22float2(*(const half2 *)&w.hdr.x);
+        d[0] = dm.x * (float)(u & 1 ? sb : sa);
+        m[0] = -dm.y * (float)(u & 1 ? mb : ma);
+    }
 };
 
 struct qt_q5_K {
@@ -453,6 +658,32 @@ struct qt_q5_K {
             const int q = ((blk[48 + 32 * g + l] >> (4 * hi)) & 15) | (((blk[16 + l] >> (2 * g + hi)) & 1) << 4);
             y[e] = d * (float)q - mn;
         }
+    }
+    static constexpr int MMQ_SB = 32;
+    static constexpr bool MMQ_MIN = true;
+    struct MU {
+        int4 hdr, h0, h1, q0, q1;
+    };
+    static __device__ __forceinline__ void mmq_load(const qregs & r, int64_t b, int u, MU & w) {
+        const char * blk = r.r[0] + b * 176;
+        w.hdr = qt_ld16(blk);
+        w.h0 = qt_ld16(blk + 16);
+        w.h1 = qt_ld16(blk + 32);
+        w.q0 = qt_ld16(blk + 48 + 32 * (u >> 1));
+        w.q1 = qt_ld16(blk + 64 + 32 * (u >> 1));
+    }
+    static __device__ __forceinline__ void mmq_unpack(const MU & w, int u, int (&q)[8], float (&d)[2], float (&m)[2]) {
+        const int sh = 4 * (u & 1);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            q[i] = ((i4(w.q0, i) >> sh) & 0x0f0f0f0f) | (((i4(w.h0, i) >> u) & 0x01010101) << 4);
+            q[4 + i] = ((i4(w.q1, i) >> sh) & 0x0f0f0f0f) | (((i4(w.h1, i) >> u) & 0x01010101) << 4);
+        }
+        int sa, sb, ma, mb;
+        qt_k4_scales(w.hdr, u >> 1, sa, sb, ma, mb);
+        const float2 dm = __half22float2(*(const half2 *)&w.hdr.x);
+        d[0] = dm.x * (float)(u & 1 ? sb : sa);
+        m[0] = -dm.y * (float)(u & 1 ? mb : ma);
     }
 };
 
@@ -513,5 +744,34 @@ struct qt_q6_K {
             const int q = (ql & 15) | (((blk[128 + 32 * n + l] >> (2 * k4)) & 3) << 4);
             y[e] = d * (float)(q - 32);
         }
+    }
+    // unit u (values 32u ..): n = u / 4, k4 = u % 4; scales per 16, q - 32 as signed bytes
+    static constexpr int MMQ_SB = 16;
+    static constexpr bool MMQ_MIN = false;
+    struct MU {
+        int4 l0, l1, h0, h1;
+        int sc, d;
+    };
+    static __device__ __forceinline__ void mmq_load(const qregs & r, int64_t b, int u, MU & w) {
+        const int n = u >> 2, k4 = u & 3;
+        const char * blk = r.r[0] + b * 208;
+        w.l0 = qt_ld16(blk + 64 * n + 32 * (k4 & 1));
+        w.l1 = qt_ld16(blk + 64 * n + 32 * (k4 & 1) + 16);
+        w.h0 = qt_ld16(blk + 128 + 32 * n);
+        w.h1 = qt_ld16(blk + 128 + 32 * n + 16);
+        w.sc = qt_ldu16(blk + 192 + 8 * n + 2 * k4);
+        w.d = qt_ldu16(r.r[1] + b * 2);
+    }
+    static __device__ __forceinline__ void mmq_unpack(const MU & w, int u, int (&q)[8], float (&d)[2], float (&)[2]) {
+        const int k4 = u & 3, sl = 4 * (k4 >> 1), shh = 2 * k4;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            q[i] = __vsub4(((i4(w.l0, i) >> sl) & 0x0f0f0f0f) | (((i4(w.h0, i) >> shh) & 0x03030303) << 4), 0x20202020);
+            q[4 + i] =
+                __vsub4(((i4(w.l1, i) >> sl) & 0x0f0f0f0f) | (((i4(w.h1, i) >> shh) & 0x03030303) << 4), 0x20202020);
+        }
+        const float dd = qt_h2f(w.d);
+        d[0] = dd * (float)sbyte(w.sc, 0);
+        d[1] = dd * (float)sbyte(w.sc, 1);
     }
 };

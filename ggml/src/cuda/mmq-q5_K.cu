@@ -1,0 +1,4 @@
+// mmq-q5_K.cu - the q5_K instance of the int8 tensor-core GEMM (mmq-t.cuh); one file per type keeps the build parallel.
+#include "mmq-t.cuh"
+
+GGML_CUDA_MMQ_INSTANCE(qt_q5_K, q5_K)

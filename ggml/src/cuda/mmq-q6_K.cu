@@ -1,0 +1,4 @@
+// mmq-q6_K.cu - the q6_K instance of the int8 tensor-core GEMM (mmq-t.cuh); one file per type keeps the build parallel.
+#include "mmq-t.cuh"
+
+GGML_CUDA_MMQ_INSTANCE(qt_q6_K, q6_K)
