@@ -268,9 +268,8 @@ double median(std::vector<double> v) {
 }
 
 // --profile, after a test's timed runs: max(3, r) steps where the context has room (a tg token, or a pp graph of
-// min(p, b) tokens) with per-node
-// timing, each after one without it (the step's wall time); tg steps follow each other in the cache, as generation
-// does, a pp step is taken back out after each run. The profile's medians go to r.profile.
+// min(p, b) tokens) without per-node timing (the step's wall time), then as many with it; tg steps follow each other
+// in the cache, as generation does, a pp step is taken back out after each run. The profile's medians go to r.profile.
 bool profile_test(llm_context * ctx, const bench_params & bp, int n_vocab, int n_prompt, int depth, std::mt19937 & rng,
                   result & r, std::string & err) {
     const int n = n_prompt > 0 ? std::min(n_prompt, bp.n_batch) : 1;
@@ -282,11 +281,15 @@ bool profile_test(llm_context * ctx, const bench_params & bp, int n_vocab, int n
     ggml_backend_sched_t sched = llm_get_sched(ctx);
     std::vector<double> walls;
     std::vector<ggml_profile> runs;
+    // the walls first, back to back, as generation runs: a step right after a profiled one is not the steady state
+    // (it looks its CUDA graph up again)
     for (int k = 0; k < reps; ++k) {
         const int64_t t0 = ggml_time_us();
         if (!decode_random(ctx, n, n_vocab, rng, n == 1, err)) return false;
         walls.push_back((double) (ggml_time_us() - t0));
         if (n > 1) llm_kv_remove(ctx, depth, llm_n_past(ctx));
+    }
+    for (int k = 0; k < reps; ++k) {
         ggml_backend_sched_set_profile(sched, true);
         const bool ok = decode_random(ctx, n, n_vocab, rng, n == 1, err);
         ggml_backend_sched_set_profile(sched, false);

@@ -125,7 +125,7 @@ bool decode_random(llm_context * ctx, int n, std::mt19937 & rng, int n_vocab, st
 }
 
 // A real step of n_tokens at the given depth, after a warm-up: po.reps times with profiling off (the step's wall
-// time) and on (per-node times), alternating; decode steps follow each other in the cache (the graph is reused, as
+// time), then po.reps times with it on (per-node times); decode steps follow each other in the cache (the graph is reused, as
 // in generation), a prompt step is taken back out of the cache after each run.
 bool profile_step(llm_context * ctx, int n_vocab, int n_tokens, const profile_opts & po, ggml_profile & out,
                   std::string & err) {
@@ -140,11 +140,15 @@ bool profile_step(llm_context * ctx, int n_vocab, int n_tokens, const profile_op
     ggml_backend_sched_t sched = llm_get_sched(ctx);
     std::vector<double> walls;
     std::vector<ggml_profile> runs;
+    // the walls first, back to back, as generation runs: a step right after a profiled one is not the steady state
+    // (it looks its CUDA graph up again)
     for (int r = 0; r < po.reps; ++r) {
         const int64_t t0 = ggml_time_us();
         if (!decode_random(ctx, n_tokens, rng, n_vocab, err)) return false;
         walls.push_back((double)(ggml_time_us() - t0));
         rewind();
+    }
+    for (int r = 0; r < po.reps; ++r) {
         ggml_backend_sched_set_profile(sched, true);
         const bool ok = decode_random(ctx, n_tokens, rng, n_vocab, err);
         ggml_backend_sched_set_profile(sched, false);
