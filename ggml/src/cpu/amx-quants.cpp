@@ -31,6 +31,17 @@ inline void scale_min_k4(int j, const uint8_t * q, int & d, int & m) {
     }
 }
 
+// q4_K / q5_K: the 8 sub-blocks' scales d * sc and min terms -dmin * m
+template <typename block> void k4_scales(const block & b, float * dw, float * mw) {
+    const float d = f16(b.d), dmin = f16(b.dmin);
+    for (int j = 0; j < 8; ++j) {
+        int sc, m;
+        scale_min_k4(j, b.scales, sc, m);
+        dw[j] = d * (float)sc;
+        mw[j] = -(dmin * (float)m);
+    }
+}
+
 struct dec_q8_0 {
     using block = block_q8_0;
     static constexpr int qk = 32, bk = 32;
@@ -105,7 +116,6 @@ struct dec_q4_K {
     static constexpr int qk = QK_K, bk = 32;
     static constexpr bool has_min = true;
     static void decode(const block & b, int8_t * q, float * dw, float * mw) {
-        const float d = f16(b.d), dmin = f16(b.dmin);
         for (int c = 0; c < 4; ++c) {
             const uint8_t * s = b.qs + 32 * c;
             for (int l = 0; l < 32; ++l) {
@@ -113,12 +123,7 @@ struct dec_q4_K {
                 q[64 * c + 32 + l] = (int8_t)(s[l] >> 4);
             }
         }
-        for (int j = 0; j < 8; ++j) {
-            int sc, m;
-            scale_min_k4(j, b.scales, sc, m);
-            dw[j] = d * (float)sc;
-            mw[j] = -(dmin * (float)m);
-        }
+        k4_scales(b, dw, mw);
     }
 };
 
@@ -128,7 +133,6 @@ struct dec_q5_K {
     static constexpr int qk = QK_K, bk = 32;
     static constexpr bool has_min = true;
     static void decode(const block & b, int8_t * q, float * dw, float * mw) {
-        const float d = f16(b.d), dmin = f16(b.dmin);
         for (int c = 0; c < 4; ++c) {
             const uint8_t * s = b.qs + 32 * c;
             for (int l = 0; l < 32; ++l) {
@@ -136,12 +140,7 @@ struct dec_q5_K {
                 q[64 * c + 32 + l] = (int8_t)((s[l] >> 4) | (((b.qh[l] >> (2 * c + 1)) & 1) << 4));
             }
         }
-        for (int j = 0; j < 8; ++j) {
-            int sc, m;
-            scale_min_k4(j, b.scales, sc, m);
-            dw[j] = d * (float)sc;
-            mw[j] = -(dmin * (float)m);
-        }
+        k4_scales(b, dw, mw);
     }
 };
 

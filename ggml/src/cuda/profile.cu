@@ -47,13 +47,35 @@ static __global__ void profile_gate(const volatile int * flag, unsigned long lon
     while (*flag == 0 && globaltimer_ns() - t0 < timeout_ns) {}
 }
 
+// a node graph execution runs (views, NONE and empty nodes are skipped)
+static bool computes(const ggml_tensor * t) {
+    return ggml_nelements(t) > 0 && !ggml_is_view_op(t->op) && t->op != GGML_OP_NONE;
+}
+
+// Launches every group of gf through run(i), calling after(k) once group k is launched; returns the groups as
+// (first node, node count).
+static std::vector<std::pair<int, int>> launch_groups(ggml_cgraph * gf, const std::function<int(int)> & run,
+                                                      const std::function<void(size_t)> & after) {
+    std::vector<std::pair<int, int>> groups;
+    for (int i = 0; i < gf->n_nodes;) {
+        if (!computes(gf->nodes[i])) {
+            ++i;
+            continue;
+        }
+        const int n = run(i);
+        GGML_ASSERT(n >= 1);
+        groups.push_back({i, n});
+        after(groups.size() - 1);
+        i += n;
+    }
+    return groups;
+}
+
 void ggml_cuda_profile_graph(ggml_cuda_context & ctx, ggml_cgraph * gf, const std::function<int(int)> & run,
                              void (*rec)(void * user, int i, int n, double us), void * user) {
     int n_groups = 0; // an upper bound: one per computing node
-    for (int i = 0; i < gf->n_nodes; ++i) {
-        const ggml_tensor * t = gf->nodes[i];
-        if (ggml_nelements(t) > 0 && !ggml_is_view_op(t->op) && t->op != GGML_OP_NONE) ++n_groups;
-    }
+    for (int i = 0; i < gf->n_nodes; ++i)
+        n_groups += computes(gf->nodes[i]);
     std::vector<cudaEvent_t> ev(n_groups + 1);
     for (auto & e : ev)
         CUDA_CHECK(cudaEventCreate(&e));
@@ -67,19 +89,10 @@ void ggml_cuda_profile_graph(ggml_cuda_context & ctx, ggml_cgraph * gf, const st
     CUDA_CHECK_LAUNCH();
     const auto t_host0 = std::chrono::steady_clock::now();
     CUDA_CHECK(cudaEventRecord(ev[0], ctx.stream));
-    std::vector<std::pair<int, int>> groups; // (first node, node count)
-    for (int i = 0; i < gf->n_nodes;) {
-        const ggml_tensor * t = gf->nodes[i];
-        if (ggml_nelements(t) == 0 || ggml_is_view_op(t->op) || t->op == GGML_OP_NONE) {
-            ++i;
-            continue;
-        }
-        const int n = run(i);
-        GGML_ASSERT(n >= 1 && (int)groups.size() < n_groups);
-        groups.push_back({i, n});
-        CUDA_CHECK(cudaEventRecord(ev[groups.size()], ctx.stream));
-        i += n;
-    }
+    const std::vector<std::pair<int, int>> groups = launch_groups(gf, run, [&](size_t k) {
+        GGML_ASSERT((int)k < n_groups);
+        CUDA_CHECK(cudaEventRecord(ev[k + 1], ctx.stream));
+    });
     const double host_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_host0).count();
     std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -189,26 +202,16 @@ bool ggml_cuda_profile_graph_replay(ggml_cuda_context & ctx, ggml_cgraph * gf, c
         g_cupti_spans.clear();
     }
     // capture, counting the graph's nodes after each group: group k owns nodes [bound[k-1], bound[k])
-    std::vector<std::pair<int, int>> groups; // (first graph node, node count)
     std::vector<size_t> bound;
     CUDA_CHECK(cudaStreamBeginCapture(ctx.stream, cudaStreamCaptureModeRelaxed));
-    for (int i = 0; i < gf->n_nodes;) {
-        const ggml_tensor * t = gf->nodes[i];
-        if (ggml_nelements(t) == 0 || ggml_is_view_op(t->op) || t->op == GGML_OP_NONE) {
-            ++i;
-            continue;
-        }
-        const int n = run(i);
-        GGML_ASSERT(n >= 1);
+    const std::vector<std::pair<int, int>> groups = launch_groups(gf, run, [&](size_t) {
         cudaStreamCaptureStatus st;
         cudaGraph_t cg = nullptr;
         size_t n_graph_nodes = 0;
         CUDA_CHECK(cudaStreamGetCaptureInfo(ctx.stream, &st, nullptr, &cg, nullptr, nullptr, nullptr));
         CUDA_CHECK(cudaGraphGetNodes(cg, nullptr, &n_graph_nodes));
-        groups.push_back({i, n});
         bound.push_back(n_graph_nodes);
-        i += n;
-    }
+    });
     cudaGraph_t g = nullptr;
     CUDA_CHECK(cudaStreamEndCapture(ctx.stream, &g));
     cudaGraphExec_t exec = nullptr;
