@@ -126,8 +126,8 @@ static bool cpu_node_is_serial(const ggml_tensor * t) {
     }
     int64_t work = ggml_nelements(t);
     if (t->op == GGML_OP_SET_ROWS)
-        work = ggml_nelements(t->src[1]); // dst is the whole cache view
-    else if (t->src[0])
+        work = ggml_nelements(t->src[1]);            // dst is the whole cache view
+    else if (t->src[0] && t->op != GGML_OP_GET_ROWS) // argmax: the work is its input; get_rows: the rows it copies
         work = std::max(work, ggml_nelements(t->src[0]));
     return work < GGML_CPU_MIN_WORK_PER_THREAD;
 }
