@@ -137,6 +137,10 @@ void ggml_backend_cpu_set_n_threads(ggml_backend_t backend, int n_threads);
 // alone (default GGML_CPU_SERIAL_BELOW_DEFAULT; 0: every graph uses all threads, as tests of threaded kernels want).
 #define GGML_CPU_SERIAL_BELOW_DEFAULT (int64_t(1) << 16)
 void ggml_backend_cpu_set_serial_below(ggml_backend_t backend, int64_t n_elements);
+// true: a barrier of all threads after every node (the plan before barrier elision; default: the env var
+// GGML_CPU_NODE_BARRIERS=1). false (default): barriers only where a node depends on another thread's work
+// (docs/cpu-notes.md, "Barrier elision").
+void ggml_backend_cpu_set_node_barriers(ggml_backend_t backend, bool on);
 ggml_backend_buffer_type_t ggml_backend_cpu_buffer_type();
 // wrap existing host memory (e.g. a mmapped GGUF) as a CPU buffer without copying
 ggml_backend_buffer_t ggml_backend_cpu_buffer_from_ptr(void * ptr, size_t size);

@@ -5,8 +5,10 @@
 // its ith, and meets the others at a barrier after each node. View ops, NONE and empty nodes are
 // skipped. Kernels share one scratch block sized max over nodes of ggml_cpu_op_work_size. A profiled run
 // (ggml_backend_sched_set_profile) has thread 0 take a timestamp after each node's barrier.
+#include "common.h"
 #include "ggml-backend.h"
 #include "ggml-impl.h"
+#include "mul_mat.h"
 #include "ops.h"
 #include "threadpool.h"
 
@@ -66,10 +68,170 @@ static int64_t cpu_now_ns() {
         .count();
 }
 
+// ---- the step plan: which nodes need a barrier before them ----------------------------------------
+// A decode step has ~300 nodes, most of them a few thousand elements (norms, adds, rope, the KV-cache writes), which
+// the kernels run on one thread anyway (ggml_cpu_n_active). Ending every node with a barrier of all threads cost
+// ~14% of a 2-thread decode step. The plan instead:
+//  - runs such "serial" nodes on thread 0 alone (nth = 1: same kernel, same rows, same results); the other threads
+//    skip them;
+//  - converts a mat-vec's activations (b -> q8_1/q8_K/f32) as a serial step of its own into a region of the scratch
+//    that no other step writes (one per distinct b: q, k and v share one), so the mat-vec itself has no internal
+//    barrier (ggml_cpu_params::pre_b) and hands out its rows from a counter of its own;
+//  - puts a barrier before a step only where it must: when the step reads memory that a step since the last
+//    barrier wrote, or writes memory such a step read or wrote (byte ranges of dst, srcs and scratch regions);
+//    two serial steps never conflict (one thread, program order). Steps with internal barriers or the pool's shared
+//    counter (flash attention, prompt mat-muls, AMX, big element-wise ops) keep a barrier before and after.
+// So a layer's q, k, v mat-vecs run back to back, as do gate and up, and a chain like add -> rms_norm -> mul -> convert
+// runs on thread 0 while the other thread already waits at the one barrier before the next mat-vec.
+// GGML_CPU_NODE_BARRIERS=1 (or ggml_backend_cpu_set_node_barriers) restores one barrier after every node; a profiled
+// run always does, so that every node has its own time.
+enum cpu_step_kind : uint8_t {
+    CPU_STEP_NODE,    // all threads, the pool's counter, barriers before and after
+    CPU_STEP_SERIAL,  // thread 0 alone, nth = 1
+    CPU_STEP_CONVERT, // thread 0 alone: mul_mat's b -> scratch + woff
+    CPU_STEP_MATVEC,  // all threads, own counter, no internal barrier (b read in place or from scratch + woff)
+};
+
+struct cpu_step {
+    ggml_tensor * t;
+    cpu_step_kind kind;
+    bool barrier; // a barrier of all threads before this step
+    bool has_pre; // CPU_STEP_MATVEC: b converted at woff
+    size_t woff;  // scratch offset (CONVERT, MATVEC with has_pre)
+};
+
+struct alignas(64) cpu_padded_counter {
+    std::atomic<int64_t> v{0};
+};
+
+struct cpu_range {
+    uintptr_t lo, hi;
+    bool write;
+    bool serial; // touched by a serial step (thread 0 only)
+};
+
+static bool cpu_ranges_overlap(uintptr_t lo0, uintptr_t hi0, uintptr_t lo1, uintptr_t hi1) {
+    return lo0 < hi1 && lo1 < hi0;
+}
+
+// Below this many elements (and not a mat-mul or attention) a node runs on thread 0 alone. The kernels already use
+// one thread below GGML_CPU_MIN_WORK_PER_THREAD element-ops (common.h), so this changes no node that used more.
+static bool cpu_node_is_serial(const ggml_tensor * t) {
+    switch (t->op) {
+        case GGML_OP_MUL_MAT:
+        case GGML_OP_FLASH_ATTN_EXT:
+            return false;
+        default:
+            break;
+    }
+    int64_t work = ggml_nelements(t);
+    if (t->op == GGML_OP_SET_ROWS)
+        work = ggml_nelements(t->src[1]);            // dst is the whole cache view
+    else if (t->src[0] && t->op != GGML_OP_GET_ROWS) // argmax: the work is its input; get_rows: the rows it copies
+        work = std::max(work, ggml_nelements(t->src[0]));
+    return work < GGML_CPU_MIN_WORK_PER_THREAD;
+}
+
+// Decode-size mat-vecs get their b converted by a serial step (below this many b elements).
+static constexpr int64_t k_preconvert_max_elements = 64 * 1024;
+
+struct cpu_plan {
+    std::vector<cpu_step> steps;
+    size_t wsize = 0; // scratch: [0, node_wsize) for the nodes' own use, then the conversion regions
+};
+
+// nodes: the graph's compute nodes in order. node_barriers: the old plan (a NODE step per node).
+static void cpu_plan_make(cpu_plan & plan, const std::vector<ggml_tensor *> & nodes, size_t node_wsize, int nth,
+                          bool node_barriers) {
+    plan.steps.clear();
+    plan.steps.reserve(nodes.size() + nodes.size() / 2);
+    if (nth == 1 || node_barriers) {
+        for (size_t i = 0; i < nodes.size(); ++i)
+            plan.steps.push_back({nodes[i], nth == 1 ? CPU_STEP_SERIAL : CPU_STEP_NODE, i > 0, false, 0});
+        plan.wsize = node_wsize;
+        return;
+    }
+    size_t woff = (node_wsize + k_cpu_alignment - 1) / k_cpu_alignment * k_cpu_alignment;
+    // the scratch as an address range of its own (offsets from a fake base far from any tensor are not needed:
+    // scratch ranges are tagged by a high bit that no host pointer has on x86-64 / aarch64 user space)
+    constexpr uintptr_t k_scratch_tag = uintptr_t(1) << 62;
+    std::vector<cpu_range> epoch; // what the steps since the last barrier touched
+    bool force_next = false;      // the previous step was a NODE: barrier after it
+    // the last conversion, reusable while only mat-vecs reading it ran since (q, k, v share one)
+    const ggml_tensor * conv_b = nullptr;
+    ggml_type conv_a_type = GGML_TYPE_COUNT;
+    size_t conv_off = 0, conv_size = 0;
+
+    auto add_step = [&](ggml_tensor * t, cpu_step_kind kind, const std::vector<cpu_range> & rs, bool has_pre,
+                        size_t off) {
+        bool barrier = force_next || plan.steps.empty() || kind == CPU_STEP_NODE || epoch.size() > 64;
+        const bool serial = kind == CPU_STEP_SERIAL || kind == CPU_STEP_CONVERT;
+        for (size_t a = 0; !barrier && a < rs.size(); ++a) {
+            for (const cpu_range & e : epoch) {
+                if (serial && e.serial) continue;
+                if ((rs[a].write || e.write) && cpu_ranges_overlap(rs[a].lo, rs[a].hi, e.lo, e.hi)) {
+                    barrier = true;
+                    break;
+                }
+            }
+        }
+        if (plan.steps.empty()) barrier = false; // nothing before the first step
+        if (barrier) epoch.clear();
+        for (cpu_range r : rs) {
+            r.serial = serial;
+            epoch.push_back(r);
+        }
+        force_next = kind == CPU_STEP_NODE;
+        plan.steps.push_back({t, kind, barrier, has_pre, off});
+    };
+    auto tensor_range = [](const ggml_tensor * t, bool write) {
+        const uintptr_t lo = (uintptr_t)t->data;
+        return cpu_range{lo, lo + ggml_nbytes(t), write, false};
+    };
+
+    std::vector<cpu_range> rs;
+    for (ggml_tensor * t : nodes) {
+        rs.clear();
+        rs.push_back(tensor_range(t, true));
+        for (int j = 0; j < GGML_MAX_SRC; ++j)
+            if (t->src[j]) rs.push_back(tensor_range(t->src[j], false));
+        if (t->op == GGML_OP_MUL_MAT) {
+            const ggml_tensor * b = t->src[1];
+            const size_t pre = ggml_nelements(b) <= k_preconvert_max_elements ? ggml_cpu_mul_mat_preconvert_size(t) : 0;
+            if (pre > 0) {
+                const bool reuse = conv_b == b && conv_a_type == t->src[0]->type && conv_size == pre;
+                if (!reuse) {
+                    std::vector<cpu_range> crs = {
+                        cpu_range{k_scratch_tag + woff, k_scratch_tag + woff + pre, true, false},
+                        tensor_range(b, false)};
+                    conv_b = b;
+                    conv_a_type = t->src[0]->type;
+                    conv_off = woff;
+                    conv_size = pre;
+                    add_step(t, CPU_STEP_CONVERT, crs, false, woff);
+                    woff += (pre + k_cpu_alignment - 1) / k_cpu_alignment * k_cpu_alignment;
+                }
+                rs.erase(rs.begin() + 2); // b itself is not read, its conversion is
+                rs.push_back({k_scratch_tag + conv_off, k_scratch_tag + conv_off + conv_size, false, false});
+                add_step(t, CPU_STEP_MATVEC, rs, true, conv_off);
+                continue;
+            }
+            if (ggml_cpu_mul_mat_barrier_free(t)) {
+                add_step(t, CPU_STEP_MATVEC, rs, false, 0);
+                conv_b = nullptr;
+                continue;
+            }
+        }
+        conv_b = nullptr; // anything else may write b's memory; no reuse across it
+        add_step(t, cpu_node_is_serial(t) ? CPU_STEP_SERIAL : CPU_STEP_NODE, rs, false, 0);
+    }
+    plan.wsize = woff;
+}
+
 // serial_below: see cpu_graph_is_small (0: always the whole pool). prof: nullptr, or filled as above (a profiled
 // run adds a barrier before the first node and after the last, so each node's time is all threads' time on it).
 static ggml_status cpu_graph_compute(ggml_cpu_threadpool & tp, ggml_cpu_work_buffer & work, ggml_cgraph * gf,
-                                     int64_t serial_below, cpu_profile * prof = nullptr) {
+                                     int64_t serial_below, bool node_barriers, cpu_profile * prof = nullptr) {
     const int nth = cpu_graph_is_small(gf, serial_below) ? 1 : tp.n_threads();
     std::vector<ggml_tensor *> nodes;
     nodes.reserve(gf->n_nodes);
@@ -95,11 +257,15 @@ static ggml_status cpu_graph_compute(ggml_cpu_threadpool & tp, ggml_cpu_work_buf
         nodes.push_back(t);
         if (prof) prof->index.push_back(i);
     }
-    if (!work.reserve(wsize)) {
-        GGML_LOG_ERROR("%s: cannot allocate %zu bytes of scratch\n", __func__, wsize);
+    if (nodes.empty()) { return work.reserve(wsize) ? GGML_STATUS_SUCCESS : GGML_STATUS_ALLOC_FAILED; }
+    thread_local cpu_plan plan;
+    cpu_plan_make(plan, nodes, wsize, nth, node_barriers || prof);
+    if (!work.reserve(plan.wsize)) {
+        GGML_LOG_ERROR("%s: cannot allocate %zu bytes of scratch\n", __func__, plan.wsize);
         return GGML_STATUS_ALLOC_FAILED;
     }
-    if (nodes.empty()) return GGML_STATUS_SUCCESS;
+    const size_t n_steps = plan.steps.size();
+    std::unique_ptr<cpu_padded_counter[]> counters(nth > 1 ? new cpu_padded_counter[n_steps] : nullptr);
 
     void * wdata = work.data;
     int64_t * ts = nullptr;
@@ -107,6 +273,7 @@ static ggml_status cpu_graph_compute(ggml_cpu_threadpool & tp, ggml_cpu_work_buf
         prof->ts_ns.assign(nodes.size() + 1, 0);
         ts = prof->ts_ns.data();
     }
+    const cpu_step * steps = plan.steps.data();
     auto job = [&](int ith) {
         ggml_cpu_params p;
         p.ith = ith;
@@ -115,15 +282,38 @@ static ggml_status cpu_graph_compute(ggml_cpu_threadpool & tp, ggml_cpu_work_buf
         p.wsize = wsize;
         p.barrier = nth > 1 ? std::function<void()>([&tp] { tp.barrier(); }) : [] {};
         p.counter = nth > 1 ? tp.counter() : nullptr;
+        ggml_cpu_params p1; // serial steps: thread 0 alone
+        p1.ith = 0;
+        p1.nth = 1;
+        p1.wdata = wdata;
+        p1.wsize = wsize;
+        p1.barrier = [] {};
+        ggml_cpu_params pm = p; // mat-vec steps: a counter of their own, b maybe converted already
         if (ts) {
             if (nth > 1) tp.barrier(); // the pool's wake-up is not the first node's time
             if (ith == 0) ts[0] = cpu_now_ns();
         }
-        for (size_t i = 0; i < nodes.size(); ++i) {
-            ggml_cpu_compute_node(p, nodes[i]);
-            if (nth > 1 && i + 1 < nodes.size()) tp.barrier();
-            if (ts) { // profiling only: one predictable branch per node otherwise
-                if (nth > 1 && i + 1 == nodes.size()) tp.barrier();
+        for (size_t i = 0; i < n_steps; ++i) {
+            const cpu_step & s = steps[i];
+            if (s.barrier && nth > 1 && !ts) tp.barrier();
+            switch (s.kind) {
+                case CPU_STEP_NODE:
+                    ggml_cpu_compute_node(p, s.t);
+                    break;
+                case CPU_STEP_SERIAL:
+                    if (ith == 0) ggml_cpu_compute_node(p1, s.t);
+                    break;
+                case CPU_STEP_CONVERT:
+                    if (ith == 0) ggml_cpu_mul_mat_convert(p1, s.t, (char *)wdata + s.woff);
+                    break;
+                case CPU_STEP_MATVEC:
+                    pm.counter = nth > 1 ? &counters[i].v : nullptr;
+                    pm.pre_b = s.has_pre ? (char *)wdata + s.woff : nullptr;
+                    ggml_cpu_compute_node(pm, s.t);
+                    break;
+            }
+            if (ts) { // profiling only (one NODE step per node, barrier after each): one predictable branch otherwise
+                if (nth > 1) tp.barrier();
                 if (ith == 0) ts[i + 1] = cpu_now_ns();
             }
         }
@@ -133,6 +323,12 @@ static ggml_status cpu_graph_compute(ggml_cpu_threadpool & tp, ggml_cpu_work_buf
     else
         tp.run(job);
     return GGML_STATUS_SUCCESS;
+}
+
+// GGML_CPU_NODE_BARRIERS=1: one barrier after every node (the plan before barrier elision), for A/B runs.
+static bool cpu_env_node_barriers() {
+    const char * e = std::getenv("GGML_CPU_NODE_BARRIERS");
+    return e && *e && std::strcmp(e, "0") != 0;
 }
 
 void ggml_graph_compute_with_ctx(ggml_context * ctx, ggml_cgraph * gf, int n_threads) {
@@ -147,7 +343,8 @@ void ggml_graph_compute_with_ctx(ggml_context * ctx, ggml_cgraph * gf, int n_thr
         pool.reset();
         pool = std::make_unique<ggml_cpu_threadpool>(n_threads);
     }
-    const ggml_status st = cpu_graph_compute(*pool, work, gf, 0);
+    static const bool node_barriers = cpu_env_node_barriers();
+    const ggml_status st = cpu_graph_compute(*pool, work, gf, 0, node_barriers);
     GGML_ASSERT(st == GGML_STATUS_SUCCESS && "ggml_graph_compute_with_ctx failed (see log)");
 }
 
@@ -215,6 +412,7 @@ ggml_backend_buffer_t ggml_backend_cpu_buffer_from_ptr(void * ptr, size_t size) 
 struct ggml_backend_cpu_context {
     int n_threads;
     int64_t serial_below = GGML_CPU_SERIAL_BELOW_DEFAULT; // ggml_backend_cpu_set_serial_below
+    bool node_barriers = cpu_env_node_barriers();         // ggml_backend_cpu_set_node_barriers
     std::unique_ptr<ggml_cpu_threadpool> pool;
     ggml_cpu_work_buffer work;
 };
@@ -236,14 +434,15 @@ static ggml_cpu_threadpool & cpu_backend_pool(ggml_backend_cpu_context * ctx) {
 }
 static ggml_status cpu_backend_graph_compute(ggml_backend_t backend, ggml_cgraph * gf) {
     auto * ctx = (ggml_backend_cpu_context *)backend->context;
-    return cpu_graph_compute(cpu_backend_pool(ctx), ctx->work, gf, ctx->serial_below);
+    return cpu_graph_compute(cpu_backend_pool(ctx), ctx->work, gf, ctx->serial_below, ctx->node_barriers);
 }
 // ggml_backend_i::graph_compute_profile: a time per node (cpu_graph_compute's timestamps)
 static ggml_status cpu_backend_graph_compute_profile(ggml_backend_t backend, ggml_cgraph * gf,
                                                      void (*rec)(void *, int, int, double), void * user) {
     auto * ctx = (ggml_backend_cpu_context *)backend->context;
     cpu_profile prof;
-    const ggml_status st = cpu_graph_compute(cpu_backend_pool(ctx), ctx->work, gf, ctx->serial_below, &prof);
+    const ggml_status st =
+        cpu_graph_compute(cpu_backend_pool(ctx), ctx->work, gf, ctx->serial_below, ctx->node_barriers, &prof);
     if (st != GGML_STATUS_SUCCESS) return st;
     for (size_t i = 0; i < prof.index.size() && i + 1 < prof.ts_ns.size(); ++i)
         rec(user, prof.index[i], 1, (prof.ts_ns[i + 1] - prof.ts_ns[i]) * 1e-3);
@@ -283,4 +482,9 @@ void ggml_backend_cpu_set_n_threads(ggml_backend_t backend, int n_threads) {
 void ggml_backend_cpu_set_serial_below(ggml_backend_t backend, int64_t n_elements) {
     GGML_ASSERT(ggml_backend_is_cpu(backend));
     ((ggml_backend_cpu_context *)backend->context)->serial_below = std::max<int64_t>(0, n_elements);
+}
+
+void ggml_backend_cpu_set_node_barriers(ggml_backend_t backend, bool on) {
+    GGML_ASSERT(ggml_backend_is_cpu(backend));
+    ((ggml_backend_cpu_context *)backend->context)->node_barriers = on;
 }

@@ -72,7 +72,37 @@ void convert_row(const ggml_tensor * b, const char * src, ggml_type vec_type, vo
     }
 }
 
+// this thread's share of b's rows (p.split), converted to pl.vec_type at out + r * pl.row_size
+void convert_rows(const ggml_cpu_params & p, const ggml_tensor * b, const mm_plan & pl, void * out) {
+    thread_local std::vector<float> tmp;
+    const int64_t N = b->ne[1], B2 = b->ne[2];
+    const int64_t nrows = ggml_nrows(b);
+    int64_t r0, r1;
+    p.split(nrows, r0, r1);
+    for (int64_t r = r0; r < r1; ++r) {
+        const int64_t i11 = r % N, i12 = (r / N) % B2, i13 = r / (N * B2);
+        const char * src = (const char *)b->data + i11 * b->nb[1] + i12 * b->nb[2] + i13 * b->nb[3];
+        convert_row(b, src, pl.vec_type, (char *)out + r * pl.row_size, tmp);
+    }
+}
+
 } // namespace
+
+size_t ggml_cpu_mul_mat_preconvert_size(const ggml_tensor * dst) {
+    if (ggml_cpu_amx_q8_0_use(dst)) return 0;
+    const mm_plan pl = mul_mat_plan(dst);
+    return pl.convert ? pl.wsize : 0;
+}
+
+bool ggml_cpu_mul_mat_barrier_free(const ggml_tensor * dst) {
+    return !ggml_cpu_amx_q8_0_use(dst) && !mul_mat_plan(dst).convert;
+}
+
+void ggml_cpu_mul_mat_convert(const ggml_cpu_params & p, const ggml_tensor * dst, void * out) {
+    const mm_plan pl = mul_mat_plan(dst);
+    GGML_ASSERT(pl.convert && !ggml_cpu_amx_q8_0_use(dst));
+    convert_rows(p, dst->src[1], pl, out);
+}
 
 size_t ggml_cpu_mul_mat_work_size(const ggml_tensor * dst) {
     if (ggml_cpu_amx_use(dst)) return ggml_cpu_amx_work_size(dst);
@@ -99,21 +129,16 @@ void ggml_cpu_op_mul_mat(const ggml_cpu_params & p, ggml_tensor * dst) {
 
     const mm_plan pl = mul_mat_plan(dst);
 
-    // phase 1: b -> wdata
-    if (pl.convert) {
+    // phase 1: b -> wdata (skipped when the graph executor converted b already: p.pre_b)
+    const char * ybase = (const char *)b->data;
+    if (pl.convert && p.pre_b) {
+        ybase = (const char *)p.pre_b;
+    } else if (pl.convert) {
         GGML_ASSERT(p.wdata && p.wsize >= pl.wsize);
-        thread_local std::vector<float> tmp;
-        const int64_t nrows = N * B2 * B3;
-        int64_t r0, r1;
-        p.split(nrows, r0, r1);
-        for (int64_t r = r0; r < r1; ++r) {
-            const int64_t i11 = r % N, i12 = (r / N) % B2, i13 = r / (N * B2);
-            const char * src = (const char *)b->data + i11 * b->nb[1] + i12 * b->nb[2] + i13 * b->nb[3];
-            convert_row(b, src, pl.vec_type, (char *)p.wdata + r * pl.row_size, tmp);
-        }
+        convert_rows(p, b, pl, p.wdata);
         p.barrier();
+        ybase = (const char *)p.wdata;
     }
-    const char * ybase = pl.convert ? (const char *)p.wdata : (const char *)b->data;
     const size_t ys1 = pl.convert ? pl.row_size : b->nb[1];
     const size_t ys2 = pl.convert ? pl.row_size * N : b->nb[2];
     const size_t ys3 = pl.convert ? pl.row_size * N * B2 : b->nb[3];

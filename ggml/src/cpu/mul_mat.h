@@ -13,6 +13,15 @@
 // Bytes of p.wdata ggml_cpu_op_mul_mat needs for dst (b rows converted to the dot's input type).
 size_t ggml_cpu_mul_mat_work_size(const ggml_tensor * dst);
 
+// Graph-executor hooks (ggml-cpu.cpp), so that a decode step's activation conversion runs on one thread
+// ahead of the mat-vec without the kernel's internal barrier:
+//  - bytes of b converted to the dot's activation type, 0 when b is read in place or AMX runs the node;
+//  - this thread's rows of that conversion (p.split) into out (the layout p.pre_b then hands to the kernel);
+//  - true when the kernel has no internal barrier as it is (b read in place, no AMX).
+size_t ggml_cpu_mul_mat_preconvert_size(const ggml_tensor * dst);
+void ggml_cpu_mul_mat_convert(const ggml_cpu_params & p, const ggml_tensor * dst, void * out);
+bool ggml_cpu_mul_mat_barrier_free(const ggml_tensor * dst);
+
 // Work units [0, n) of one kernel phase for this thread: taken from the shared p.counter when
 // there is one (dynamic: a thread that lost its core leaves its share to the others), else this
 // thread's static range from p.split(). Fixed steps: `step` units per take. Guided (guided = true):

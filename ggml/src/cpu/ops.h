@@ -24,6 +24,9 @@ struct ggml_cpu_params {
     // (the thread pool resets it), so a kernel may hand out work units with fetch_add once per
     // phase. nullptr: split statically (split()).
     std::atomic<int64_t> * counter = nullptr;
+    // MUL_MAT only: b already converted to the dot's activation type (ggml_cpu_mul_mat_convert), so the
+    // kernel skips its conversion phase and that phase's barrier. nullptr: convert as usual.
+    const void * pre_b = nullptr;
 
     // rows [r0, r1) of nrows for this thread
     void split(int64_t nrows, int64_t & r0, int64_t & r1) const {

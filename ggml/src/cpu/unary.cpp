@@ -1,6 +1,7 @@
 // cpu/unary.cpp - elementwise SCALE, SILU and SWIGLU (silu(a) * b).
 //   a, b: f32/f16 [ne0, ne1, ne2, ne3] (any strides); dst: a's type, a's shape (may alias a)
 #include "common.h"
+#include "vec_exp.h"
 
 #include <cmath>
 
@@ -57,5 +58,20 @@ void ggml_cpu_op_silu(const ggml_cpu_params & p, ggml_tensor * dst) {
 }
 
 void ggml_cpu_op_swiglu(const ggml_cpu_params & p, ggml_tensor * dst) {
-    map_op(p, dst, dst->src[1], [](float x, float y) { return silu(x) * y; });
+    const ggml_tensor * a = dst->src[0];
+    const ggml_tensor * b = dst->src[1];
+    if (ggml_cpu_rows_f32(a) && ggml_cpu_rows_f32(b) && ggml_cpu_rows_f32(dst) && ggml_are_same_shape(a, dst) &&
+        ggml_are_same_shape(a, b)) { // SIMD rows (cpu/vec_exp.h)
+        const int64_t ne0 = dst->ne[0];
+        int64_t r0, r1;
+        if (!ggml_cpu_thread_rows(p, ggml_nrows(dst), ne0, r0, r1)) return;
+        for (int64_t ir = r0; ir < r1; ++ir) {
+            const ggml_cpu_row_index ri(dst, ir);
+            ggml_vec_swiglu_f32(ne0, (float *)ggml_ptr(dst, ri.i1, ri.i2, ri.i3),
+                                (const float *)ggml_ptr(a, ri.i1, ri.i2, ri.i3),
+                                (const float *)ggml_ptr(b, ri.i1, ri.i2, ri.i3));
+        }
+        return;
+    }
+    map_op(p, dst, b, [](float x, float y) { return silu(x) * y; });
 }
