@@ -89,18 +89,18 @@ void convert_rows(const ggml_cpu_params & p, const ggml_tensor * b, const mm_pla
 } // namespace
 
 size_t ggml_cpu_mul_mat_preconvert_size(const ggml_tensor * dst) {
-    if (ggml_cpu_amx_q8_0_use(dst)) return 0;
+    if (ggml_cpu_amx_use(dst)) return 0;
     const mm_plan pl = mul_mat_plan(dst);
     return pl.convert ? pl.wsize : 0;
 }
 
 bool ggml_cpu_mul_mat_barrier_free(const ggml_tensor * dst) {
-    return !ggml_cpu_amx_q8_0_use(dst) && !mul_mat_plan(dst).convert;
+    return !ggml_cpu_amx_use(dst) && !mul_mat_plan(dst).convert;
 }
 
 void ggml_cpu_mul_mat_convert(const ggml_cpu_params & p, const ggml_tensor * dst, void * out) {
     const mm_plan pl = mul_mat_plan(dst);
-    GGML_ASSERT(pl.convert && !ggml_cpu_amx_q8_0_use(dst));
+    GGML_ASSERT(pl.convert && !ggml_cpu_amx_use(dst));
     convert_rows(p, dst->src[1], pl, out);
 }
 
