@@ -196,21 +196,28 @@ TEST_CASE("tile dots of quantized weights: extreme codes and scales (no overflow
             for (int c = 0; c < TC; ++c)
                 ggml_cpu_get_type_traits(yt)->from_float(yf.data() + c * n, yb.data() + c * by, n);
             std::vector<float> xd(n), yd(n);
-            float got[TR * TC];
-            (*tt->tiles)[TR - 1][TC - 1](n, xb.data(), bx, yb.data(), by, got, sizeof(float) * TC, sizeof(float));
-            for (int r = 0; r < TR; ++r) {
-                ggml_get_type_traits(dc.type)->to_float(xb.data() + r * bx, xd.data(), n);
-                for (int c = 0; c < TC; ++c) {
-                    ggml_get_type_traits(yt)->to_float(yb.data() + c * by, yd.data(), n);
-                    double ref = 0, mag = 0;
-                    for (int64_t i = 0; i < n; ++i) {
-                        ref += (double)xd[i] * yd[i];
-                        mag += std::fabs((double)xd[i] * yd[i]);
+            // every tile shape: the decode tiles (R x 1) have kernels of their own
+            for (int nr = 1; nr <= TR; ++nr)
+                for (int nc = 1; nc <= TC; ++nc) {
+                    CAPTURE(nr);
+                    CAPTURE(nc);
+                    float got[TR * TC];
+                    (*tt->tiles)[nr - 1][nc - 1](n, xb.data(), bx, yb.data(), by, got, sizeof(float) * TC,
+                                                 sizeof(float));
+                    for (int r = 0; r < nr; ++r) {
+                        ggml_get_type_traits(dc.type)->to_float(xb.data() + r * bx, xd.data(), n);
+                        for (int c = 0; c < nc; ++c) {
+                            ggml_get_type_traits(yt)->to_float(yb.data() + c * by, yd.data(), n);
+                            double ref = 0, mag = 0;
+                            for (int64_t i = 0; i < n; ++i) {
+                                ref += (double)xd[i] * yd[i];
+                                mag += std::fabs((double)xd[i] * yd[i]);
+                            }
+                            CHECK(mag > 0);
+                            CHECK(std::fabs(got[r * TC + c] - ref) <= 1e-5 * mag);
+                        }
                     }
-                    CHECK(mag > 0);
-                    CHECK(std::fabs(got[r * TC + c] - ref) <= 1e-5 * mag);
                 }
-            }
         }
     }
 }
