@@ -323,14 +323,13 @@ inline __m256i bits_to_0x10(uint32_t h) {
 }
 
 // q4_0 4 x 1 (decode). Zen 1 splits 256-bit ops in two and issues vpmaddubsw / vpmaddwd on one pipe, so the
-// generic tile (a 256-bit madd, convert, scale and fma per row and block, plus a spill) ran ~8 cycles per row
-// and block there. Here, per block: 128-bit halves; each row's two vpmaddubsw (low nibbles x y[0..15], high x
-// y[16..31]) are added in int16 (<= 4 * 15 * 127) and the offset term 8 * (y pairs) is subtracted there too
-// (|sum of 4 (q - 8) y| <= 4064); two rows are folded into one register by unpack + add (<= 8128), so one vpmaddwd
-// serves two rows, and a last unpack + add leaves the 4 rows' block sums in one vector: one convert and one fma
-// per block for the 4 rows, scaled by the 4 rows' d (packed in a general register, one vcvtph2ps) times dy.
-// Prefetch as the generic tile, on even blocks only (two 18-byte blocks < one 64-byte line).
-// In cache, one Zen 1 thread: 3.1-3.8 -> 1.8-2.2 ns per row and block (docs/cpu-notes.md).
+// generic tile (a 256-bit madd, convert, scale and fma per row and block) ran ~8 cycles per row and block there.
+// Here, per block: 128-bit halves; each row's two vpmaddubsw (low nibbles x y[0..15], high x y[16..31]) are added
+// in int16 (<= 4 * 15 * 127) and the offset term 8 * (y pairs) is subtracted there too (|sum of 4 (q - 8) y| <=
+// 4064); the 4 rows are then folded by unpack + add in int16 (sums of 8 lanes <= 16256, no overflow) into one
+// register whose dwords hold rows 0..3, so one vpmaddwd, one convert and one fma serve the 4 rows, scaled by
+// their d (packed in a general register, one vcvtph2ps) times dy. Prefetch as the generic tile, on even blocks
+// only (two 18-byte blocks < one 64-byte line). Measured speeds: docs/cpu-notes.md.
 inline void tile_avx2_q4_0_4x1(int64_t n, const void * vx, size_t bx, const void * vy, float * s, size_t bs_r) {
     const int64_t nb = n / 32;
     const block_q4_0 * x[4];
@@ -355,11 +354,11 @@ inline void tile_avx2_q4_0_4x1(int64_t n, const void * vx, size_t bx, const void
             const __m128i lo = _mm_and_si128(qs, m4), hi = _mm_and_si128(_mm_srli_epi16(qs, 4), m4);
             p[r] = _mm_sub_epi16(_mm_add_epi16(_mm_maddubs_epi16(lo, ylo), _mm_maddubs_epi16(hi, yhi)), y8);
         }
+        // dwords: t01 = rows 0 1 0 1, t23 = rows 2 3 2 3, v = rows 0 1 2 3 (two int16 halves each)
         const __m128i t01 = _mm_add_epi16(_mm_unpacklo_epi32(p[0], p[1]), _mm_unpackhi_epi32(p[0], p[1]));
         const __m128i t23 = _mm_add_epi16(_mm_unpacklo_epi32(p[2], p[3]), _mm_unpackhi_epi32(p[2], p[3]));
-        const __m128i m01 = _mm_madd_epi16(t01, ones); // rows 0 1 0 1
-        const __m128i m23 = _mm_madd_epi16(t23, ones); // rows 2 3 2 3
-        const __m128i isum = _mm_add_epi32(_mm_unpacklo_epi64(m01, m23), _mm_unpackhi_epi64(m01, m23));
+        const __m128i v = _mm_add_epi16(_mm_unpacklo_epi64(t01, t23), _mm_unpackhi_epi64(t01, t23));
+        const __m128i isum = _mm_madd_epi16(v, ones);
         uint16_t d[4];
         for (int r = 0; r < 4; ++r)
             std::memcpy(&d[r], &x[r][ib].d, sizeof(d[r]));
