@@ -323,7 +323,7 @@ inline __m256i bits_to_0x10(uint32_t h) {
 }
 
 // q4_0 4 x 1 (decode). Zen 1 splits 256-bit ops in two and issues vpmaddubsw / vpmaddwd on one pipe, so the
-// generic tile (a 256-bit madd, convert, scale and fma per row and block) ran ~8 cycles per row and block there.
+// generic tile (a 256-bit madd, convert, scale and fma per row and block) ran ~9-10 cycles per row and block there.
 // Here, per block: 128-bit halves; each row's two vpmaddubsw (low nibbles x y[0..15], high x y[16..31]) are added
 // in int16 (<= 4 * 15 * 127) and the offset term 8 * (y pairs) is subtracted there too (|sum of 4 (q - 8) y| <=
 // 4064); the 4 rows are then folded by unpack + add in int16 (sums of 8 lanes <= 16256, no overflow) into one
