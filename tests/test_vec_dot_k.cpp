@@ -86,11 +86,11 @@ const char * type_name(ggml_type t) {
 // finite f16 d/dmin of both signs (every scale, min and quant bit pattern).
 void make_row(const ktype & kt, int64_t n, int mode, std::mt19937 & rng, uint8_t * dst) {
     const int64_t nb = n / QK_K;
-    if (mode == 2) {
+    if (mode == 2 || mode == 3) { // 3: every byte 0xFF (every quant, scale and min at its largest)
         std::uniform_int_distribution<int> byte(0, 255);
         std::uniform_real_distribution<float> mag(-8.0f, 2.0f);
         for (int64_t i = 0; i < nb * (int64_t)kt.block_bytes; ++i)
-            dst[i] = (uint8_t)byte(rng);
+            dst[i] = mode == 3 ? 0xFF : (uint8_t)byte(rng);
         for (int64_t ib = 0; ib < nb; ++ib)
             for (size_t off : kt.f16_offsets) {
                 const float v = std::exp2(mag(rng)) * (byte(rng) & 1 ? -1.0f : 1.0f);
@@ -123,6 +123,9 @@ void make_act(int64_t n, int kind, std::mt19937 & rng, block_q8_K * dst) {
                 break;
             case 2:
                 x[i] = nd(rng) < 0 ? -3.0f : 3.0f;
+                break;
+            case 4: // every quant at the same extreme: the largest partial sums of the narrow lanes
+                x[i] = 3.0f;
                 break;
             default:
                 x[i] = 0.0f;
@@ -160,13 +163,17 @@ TEST_CASE("K-quant tiles: every R x C against a double dot of the dequantized op
             const size_t row = nb * kt.block_bytes;
             const size_t bx = row + 38;                        // rows apart by more than a row
             const size_t by = nb * sizeof(block_q8_K) + 7 * 4; // q8_K rows too
-            for (int mode = 0; mode < 3; ++mode) {
+            for (int mode = 0; mode < 4; ++mode) {
                 std::vector<uint8_t> xs(4 * bx, 0xA5), ys(4 * by, 0x5A);
                 for (int r = 0; r < 4; ++r)
                     make_row(kt, n, mode, rng, xs.data() + r * bx);
                 for (int c = 0; c < 4; ++c) {
-                    // mode 0: normal activations; 1: outliers + one all-zero column; 2: +-127 quants
-                    const int kind = mode == 0 ? (c == 3 ? 1 : 0) : mode == 1 ? (c == 2 ? 3 : 1) : (c < 2 ? 2 : 0);
+                    // mode 0: normal activations; 1: outliers + one all-zero column; 2: +-127 quants; 3: all
+                    // quants at one extreme (with the all-0xFF weights of mode 3)
+                    const int kind = mode == 0   ? (c == 3 ? 1 : 0)
+                                     : mode == 1 ? (c == 2 ? 3 : 1)
+                                     : mode == 2 ? (c < 2 ? 2 : 0)
+                                                 : (c < 2 ? 4 : 2);
                     make_act(n, kind, rng, (block_q8_K *)(ys.data() + c * by));
                 }
                 double ref[4][4], mag[4][4];

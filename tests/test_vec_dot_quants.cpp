@@ -180,37 +180,48 @@ TEST_CASE("tile dots of quantized weights: extreme codes and scales (no overflow
         const ggml_type yt = tt->vec_dot_type;
         const int64_t blk = ggml_blck_size(dc.type);
         const int64_t n = blk * 8;
-        for (int sign = -1; sign <= 1; sign += 2) {
-            CAPTURE(sign);
-            INFO("type ", ggml_type_name(dc.type));
-            // weights: alternating large magnitudes quantize to the extreme codes
-            std::vector<float> xf(TR * n), yf(TC * n);
-            for (int64_t i = 0; i < TR * n; ++i)
-                xf[i] = (i % 2 ? 1000.0f : -1000.0f) * (i % 64 < 32 ? 1 : -1);
-            for (int64_t i = 0; i < TC * n; ++i)
-                yf[i] = sign * 500.0f * ((i / 3) % 2 ? 1 : -1);
-            const size_t bx = ggml_row_size(dc.type, n), by = ggml_row_size(yt, n);
-            std::vector<uint8_t> xb(bx * TR + 64), yb(by * TC + 64);
-            for (int r = 0; r < TR; ++r)
-                ggml_get_type_traits(dc.type)->from_float_ref(xf.data() + r * n, xb.data() + r * bx, n);
-            for (int c = 0; c < TC; ++c)
-                ggml_cpu_get_type_traits(yt)->from_float(yf.data() + c * n, yb.data() + c * by, n);
-            std::vector<float> xd(n), yd(n);
-            float got[TR * TC];
-            (*tt->tiles)[TR - 1][TC - 1](n, xb.data(), bx, yb.data(), by, got, sizeof(float) * TC, sizeof(float));
-            for (int r = 0; r < TR; ++r) {
-                ggml_get_type_traits(dc.type)->to_float(xb.data() + r * bx, xd.data(), n);
-                for (int c = 0; c < TC; ++c) {
-                    ggml_get_type_traits(yt)->to_float(yb.data() + c * by, yd.data(), n);
-                    double ref = 0, mag = 0;
-                    for (int64_t i = 0; i < n; ++i) {
-                        ref += (double)xd[i] * yd[i];
-                        mag += std::fabs((double)xd[i] * yd[i]);
+        for (int sign = -1; sign <= 1; sign += 2)
+            for (int uniform = 0; uniform <= 1; ++uniform) {
+                CAPTURE(sign);
+                CAPTURE(uniform);
+                INFO("type ", ggml_type_name(dc.type));
+                // weights: alternating large magnitudes quantize to the extreme codes; uniform: every weight at the
+                // most negative code and every activation at +-127, so all products of a block add up with one sign
+                // (the largest partial sums the kernels' narrow lanes can see)
+                std::vector<float> xf(TR * n), yf(TC * n);
+                for (int64_t i = 0; i < TR * n; ++i)
+                    xf[i] = uniform ? -1000.0f : (i % 2 ? 1000.0f : -1000.0f) * (i % 64 < 32 ? 1 : -1);
+                for (int64_t i = 0; i < TC * n; ++i)
+                    yf[i] = sign * 500.0f * (uniform || (i / 3) % 2 ? 1 : -1);
+                const size_t bx = ggml_row_size(dc.type, n), by = ggml_row_size(yt, n);
+                std::vector<uint8_t> xb(bx * TR + 64), yb(by * TC + 64);
+                for (int r = 0; r < TR; ++r)
+                    ggml_get_type_traits(dc.type)->from_float_ref(xf.data() + r * n, xb.data() + r * bx, n);
+                for (int c = 0; c < TC; ++c)
+                    ggml_cpu_get_type_traits(yt)->from_float(yf.data() + c * n, yb.data() + c * by, n);
+                std::vector<float> xd(n), yd(n);
+                // every tile shape: the decode tiles (R x 1) have kernels of their own
+                for (int nr = 1; nr <= TR; ++nr)
+                    for (int nc = 1; nc <= TC; ++nc) {
+                        CAPTURE(nr);
+                        CAPTURE(nc);
+                        float got[TR * TC];
+                        (*tt->tiles)[nr - 1][nc - 1](n, xb.data(), bx, yb.data(), by, got, sizeof(float) * TC,
+                                                     sizeof(float));
+                        for (int r = 0; r < nr; ++r) {
+                            ggml_get_type_traits(dc.type)->to_float(xb.data() + r * bx, xd.data(), n);
+                            for (int c = 0; c < nc; ++c) {
+                                ggml_get_type_traits(yt)->to_float(yb.data() + c * by, yd.data(), n);
+                                double ref = 0, mag = 0;
+                                for (int64_t i = 0; i < n; ++i) {
+                                    ref += (double)xd[i] * yd[i];
+                                    mag += std::fabs((double)xd[i] * yd[i]);
+                                }
+                                CHECK(mag > 0);
+                                CHECK(std::fabs(got[r * TC + c] - ref) <= 1e-5 * mag);
+                            }
+                        }
                     }
-                    CHECK(mag > 0);
-                    CHECK(std::fabs(got[r * TC + c] - ref) <= 1e-5 * mag);
-                }
             }
-        }
     }
 }

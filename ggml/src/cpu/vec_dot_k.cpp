@@ -19,6 +19,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #if defined(__AVX2__) || defined(__AVX512F__)
@@ -288,9 +289,112 @@ template <int c> inline __m256i quant_chunk(const block_q6_K & b) {
                            bits<2 * k - 4>(load256(b.qh + 32 * h), 0x30));
 }
 
+// Four rows' 8 x int16 (each the partial sums of one 32-weight chunk) -> one register whose dword r holds row r's
+// sum as two int16 halves (|sum of 8 lanes| <= 4 * 2 * 2 * 15 * 127 = 30480: no overflow for 4-bit quants).
+inline __m128i fold_rows4_i16(const __m128i * p) {
+    const __m128i t01 = _mm_add_epi16(_mm_unpacklo_epi32(p[0], p[1]), _mm_unpackhi_epi32(p[0], p[1]));
+    const __m128i t23 = _mm_add_epi16(_mm_unpacklo_epi32(p[2], p[3]), _mm_unpackhi_epi32(p[2], p[3]));
+    return _mm_add_epi16(_mm_unpacklo_epi64(t01, t23), _mm_unpackhi_epi64(t01, t23));
+}
+
+// q4_K 4 x 1 (decode), as the q4_0 one in vec_dot_q4_q5.cpp: Zen 1 splits 256-bit ops and has one pipe for
+// vpmaddubsw / vpmaddwd, and the generic tile above spends per row and 32-weight chunk a 256-bit maddubs, madd
+// with the scales, add, plus the scale shuffles. Here, per chunk: 128-bit halves, each row's two vpmaddubsw added
+// in int16, the 4 rows folded in int16 (fold_rows4_i16), one vpmaddwd with the 4 rows' 6-bit scales of that chunk
+// (one vpshufb of the rows' unpacked scale bytes), int32 sums over the super-block; the mins against the bsums
+// pairs once per super-block for the 4 rows; one convert + fma per super-block and term for the 4 rows.
+inline void tile_avx2_q4_K_4x1(int64_t n, const void * vx, size_t bx, const void * vy, float * s, size_t bs_r) {
+    const int64_t nb = n / QK_K;
+    const block_q4_K * x[4];
+    ggml_tile_rows(vx, bx, 4, x);
+    const block_q8_K * y = (const block_q8_K *)vy;
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    const __m128i ones = _mm_set1_epi16(1);
+    __m128 acc = _mm_setzero_ps();
+    for (int64_t ib = 0; ib < nb; ++ib) {
+#if GGML_K_AVX2_PREFETCH
+        for (int r = 0; r < 4; ++r) {
+            const char * pf = (const char *)(x[r] + ib) + GGML_K_AVX2_PREFETCH * 4 * bx;
+            const char * pn = (const char *)(x[r] + ib + 1);
+            for (size_t o = 0; o < sizeof(block_q4_K) + 63; o += 64) {
+                _mm_prefetch(pf + o, _MM_HINT_T0);
+                _mm_prefetch(pn + o, _MM_HINT_T0);
+            }
+        }
+#endif
+        // scales / mins 0-3 and 4-7 of each row as bytes (ggml's kmask form, as scales16_k4); dword r = row r
+        alignas(16) uint32_t sl[4], sh[4], ml[4], mh[4], dd[4];
+        for (int r = 0; r < 4; ++r) {
+            uint32_t u[3];
+            std::memcpy(u, x[r][ib].scales, 12);
+            std::memcpy(&dd[r], &x[r][ib].d, 4); // d | dmin << 16
+            const uint32_t k6 = 0x3f3f3f3f, k4 = 0x0f0f0f0f, k2 = 0x03030303;
+            sl[r] = u[0] & k6;
+            ml[r] = u[1] & k6;
+            sh[r] = (u[2] & k4) | (((u[0] >> 6) & k2) << 4);
+            mh[r] = ((u[2] >> 4) & k4) | (((u[1] >> 6) & k2) << 4);
+        }
+        const __m128i SL = _mm_load_si128((const __m128i *)sl), SH = _mm_load_si128((const __m128i *)sh);
+        const block_q8_K & yb = y[ib];
+        __m128i isum = _mm_setzero_si128();
+        static_for<8>([&](auto ck) {
+            constexpr int c = decltype(ck)::value;
+            const __m128i yl = _mm_loadu_si128((const __m128i *)(yb.qs + 32 * c));
+            const __m128i yh = _mm_loadu_si128((const __m128i *)(yb.qs + 32 * c + 16));
+            __m128i p[4];
+            for (int r = 0; r < 4; ++r) {
+                const uint8_t * q = x[r][ib].qs + 32 * (c / 2);
+                __m128i qa = _mm_loadu_si128((const __m128i *)q), qb = _mm_loadu_si128((const __m128i *)(q + 16));
+                if constexpr (c % 2) {
+                    qa = _mm_srli_epi16(qa, 4);
+                    qb = _mm_srli_epi16(qb, 4);
+                }
+                p[r] = _mm_add_epi16(_mm_maddubs_epi16(_mm_and_si128(qa, m4), yl),
+                                     _mm_maddubs_epi16(_mm_and_si128(qb, m4), yh));
+            }
+            // int16 lanes 2r, 2r + 1 <- scale c of row r (byte 4r + c % 4 of SL / SH)
+            constexpr char b = (char)(c % 4);
+            const __m128i idx =
+                _mm_setr_epi8(b, -1, b, -1, b + 4, -1, b + 4, -1, b + 8, -1, b + 8, -1, b + 12, -1, b + 12, -1);
+            const __m128i sc = _mm_shuffle_epi8(c < 4 ? SL : SH, idx);
+            isum = _mm_add_epi32(isum, _mm_madd_epi16(fold_rows4_i16(p), sc));
+        });
+        // mins: bias_r = sum_j m_rj * (bsums[2j] + bsums[2j + 1]) (|pair sum| <= 32 * 127: int16)
+        const __m128i bs0 = _mm_madd_epi16(_mm_loadu_si128((const __m128i *)yb.bsums), ones);
+        const __m128i bs1 = _mm_madd_epi16(_mm_loadu_si128((const __m128i *)(yb.bsums + 8)), ones);
+        const __m128i ys = _mm_packs_epi32(bs0, bs1);
+        const __m128i ML = _mm_load_si128((const __m128i *)ml), MH = _mm_load_si128((const __m128i *)mh);
+        const __m128i m01 = _mm_unpacklo_epi32(ML, MH), m23 = _mm_unpackhi_epi32(ML, MH); // rows 0 1 | 2 3, 8 bytes
+        const __m128i zero = _mm_setzero_si128();
+        const __m128i b0 = _mm_madd_epi16(_mm_unpacklo_epi8(m01, zero), ys);
+        const __m128i b1 = _mm_madd_epi16(_mm_unpackhi_epi8(m01, zero), ys);
+        const __m128i b2 = _mm_madd_epi16(_mm_unpacklo_epi8(m23, zero), ys);
+        const __m128i b3 = _mm_madd_epi16(_mm_unpackhi_epi8(m23, zero), ys);
+        const __m128i u01 = _mm_add_epi32(_mm_unpacklo_epi32(b0, b1), _mm_unpackhi_epi32(b0, b1));
+        const __m128i u23 = _mm_add_epi32(_mm_unpacklo_epi32(b2, b3), _mm_unpackhi_epi32(b2, b3));
+        const __m128i bias = _mm_add_epi32(_mm_unpacklo_epi64(u01, u23), _mm_unpackhi_epi64(u01, u23));
+        // d, dmin of the 4 rows: 8 f16 -> d0 m0 d1 m1 | d2 m2 d3 m3
+        const __m256 dm = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)dd));
+        const __m128 lo = _mm256_castps256_ps128(dm), hi = _mm256_extractf128_ps(dm, 1);
+        const __m128 dy = _mm_set1_ps(yb.d);
+        const __m128 d = _mm_mul_ps(_mm_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)), dy);
+        const __m128 dmin = _mm_mul_ps(_mm_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)), dy);
+        acc = _mm_fmadd_ps(_mm_cvtepi32_ps(isum), d, acc);
+        acc = _mm_fnmadd_ps(_mm_cvtepi32_ps(bias), dmin, acc);
+    }
+    alignas(16) float o[4];
+    _mm_store_ps(o, acc);
+    for (int r = 0; r < 4; ++r)
+        *(float *)((char *)s + r * bs_r) = o[r];
+}
+
 template <typename B, int R, int C>
 void tile_dot_k(int64_t n, const void * vx, size_t bx, const void * vy, size_t by, float * s, size_t bs_r,
                 size_t bs_c) {
+    if constexpr (std::is_same_v<B, block_q4_K> && R == 4 && C == 1) {
+        tile_avx2_q4_K_4x1(n, vx, bx, vy, s, bs_r);
+        return;
+    }
     const int64_t nb = n / QK_K;
     const B * x[R];
     const block_q8_K * y[C];
