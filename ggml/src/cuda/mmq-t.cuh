@@ -268,13 +268,23 @@ static void qt_mmq(ggml_cuda_context & ctx, const ggml_tensor * a, const void * 
     GGML_ASSERT(cuda_ceil_div(M, MMQ_BM) <= 65535 && B2 * B3 * 8 <= 65535);
     const q8s_view x = q8s_view_of(const_cast<void *>(bq), ggml_nrows(b), K);
     const qregs r = qt_regs_of(T::type, w, ggml_nelements(a) / T::QK);
-    // split K while the tiles fill less than one wave of 2 blocks per SM (small N: batched decode), keeping at
-    // least 4 steps (512 values) per block
+    // split K while the tiles fill less than one wave of 2 blocks per SM (small N: batched decode): the split k of
+    // 1..8 (at least 4 steps, 512 values, per block) with the least waves x steps per block, the smaller k on a tie
+    // (gate/up of Llama-2-7B at N <= 64: 86 tiles of 32 steps; k = 3: 258 blocks in one wave of 264 doing 11 steps,
+    // where doubling took k = 4: 344 blocks, two waves of 8 steps)
     const int64_t tiles = cuda_ceil_div(N, MMQ_BN) * cuda_ceil_div(M, MMQ_BM) * B2 * B3;
-    const int64_t nsteps = cuda_ceil_div(K, MMQ_KS);
+    const int64_t nsteps = cuda_ceil_div(K, MMQ_KS), slots = 2 * (int64_t)ctx.n_sm;
     int ks = 1;
-    while (ks < 8 && tiles * ks < 2 * ctx.n_sm && nsteps >= 8 * ks)
-        ks *= 2;
+    if (tiles < slots) {
+        int64_t best = nsteps;
+        for (int k = 2; k <= 8 && nsteps >= 4 * k; ++k) {
+            const int64_t t = cuda_ceil_div(tiles * k, slots) * cuda_ceil_div(nsteps, (int64_t)k);
+            if (t < best) {
+                best = t;
+                ks = k;
+            }
+        }
+    }
     const dim3 grid((unsigned)cuda_ceil_div(N, MMQ_BN), (unsigned)cuda_ceil_div(M, MMQ_BM), (unsigned)(B2 * B3 * ks));
     if (ks > 1) { // dst (contiguous) zeroed, then the partial sums added; a plain launch after the memset
         GGML_ASSERT(ggml_is_contiguous(dst));
