@@ -547,8 +547,12 @@ static bool flash_attn_ext_f(ggml_cuda_context & ctx, ggml_tensor * dst, const g
     // decode of up to 16 query rows per kv head on f16 K/V: the tensor-core decode kernel (fattn-mma.cu) unless
     // GGML_CUDA_FATTN_DEC=0 (the vec kernel below, or the prompt kernel for 9-16 rows; an A/B); other values pick
     // its configuration (warps x stages, ggml_cuda_fattn_mma_dec; default 4: 8 x 2)
+    // One query row per kv head (MHA decode: Llama 2) fills 1 of the 16 rows of its mma operand: the vec kernel, where
+    // it has the head size, is faster there (H200, Llama-2-7B q8_0 tg128 at depth 0 / 512 / 1024 / 2048 / 4096:
+    // 352-356 / 342-347 / 334-337 / 315-317 / 285-288 t/s against 336-338 / 326-327 / 314-316 / 295-297 / 272).
     static const int dec_cfg = std::getenv("GGML_CUDA_FATTN_DEC") ? std::atoi(std::getenv("GGML_CUDA_FATTN_DEC")) : 4;
-    if (dec_cfg != 0 && !no_vec && ggml_cuda_fattn_mma_dec_ok(p, k, v, dst)) {
+    const bool one_row = p.n_tokens * p.r == 1 && fattn_vec_ok(p, k, v);
+    if (dec_cfg != 0 && !no_vec && !one_row && ggml_cuda_fattn_mma_dec_ok(p, k, v, dst)) {
         int W = 0, S = 0;
         size_t smem = 0;
         const fattn_vec_fn fn = ggml_cuda_fattn_mma_dec(p.D, dec_cfg, ctx.device, W, S, smem);
