@@ -99,6 +99,22 @@ int check_mul_mat(const ggml_tensor * out, const ggml_tensor * a, const ggml_ten
     return bad;
 }
 
+// a dense [K, M] weight of type ta (random) times a dense f32 [K, N] activation (random) on nth threads: the number
+// of output elements check_mul_mat finds off the reference (activations rounded as ar) by more than 1e-5
+int dense_mul_mat_errors(ggml_type ta, int64_t K, int64_t M, int64_t N, int nth, std::mt19937 & rng, act_ref ar) {
+    ggml_context * ctx = new_ctx();
+    ggml_tensor * a = ggml_new_tensor_2d(ctx, ta, K, M);
+    ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, N);
+    fill(a, rng);
+    fill(b, rng);
+    ggml_tensor * out = ggml_mul_mat(ctx, a, b);
+    poison(out);
+    compute(ctx, out, nth);
+    const int bad = check_mul_mat(out, a, b, ar, 1e-5);
+    ggml_free(ctx);
+    return bad;
+}
+
 } // namespace
 
 TEST_CASE("mul_mat f32 / f16 weights, odd sizes, 1-3 threads") {
@@ -108,22 +124,13 @@ TEST_CASE("mul_mat f32 / f16 weights, odd sizes, 1-3 threads") {
             for (int64_t M : {1, 7, 33}) {
                 for (int64_t N : {1, 2, 5, 17}) {
                     for (int nth = 1; nth <= 3; ++nth) {
-                        ggml_context * ctx = new_ctx();
-                        ggml_tensor * a = ggml_new_tensor_2d(ctx, ta, K, M);
-                        ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, N);
-                        fill(a, rng);
-                        fill(b, rng);
-                        ggml_tensor * out = ggml_mul_mat(ctx, a, b);
-                        poison(out);
-                        compute(ctx, out, nth);
                         INFO("ta = " << ggml_type_name(ta));
                         CAPTURE(K);
                         CAPTURE(M);
                         CAPTURE(N);
                         CAPTURE(nth);
                         // activations stay f32 for f16 weights too (ggml rounds them to f16 when N > 1)
-                        CHECK(check_mul_mat(out, a, b, act_ref::exact, 1e-5) == 0);
-                        ggml_free(ctx);
+                        CHECK(dense_mul_mat_errors(ta, K, M, N, nth, rng, act_ref::exact) == 0);
                     }
                 }
             }
@@ -289,20 +296,11 @@ TEST_CASE("mul_mat q8_0 prompt batches (AMX int8 tiles where the CPU has them): 
                             {256, 80, 512}, {2048, 32, 40}, {5632, 17, 300}, {64, 1, 512}};
     for (const shape & sh : shapes) {
         for (int nth = 1; nth <= 3; nth += 2) {
-            ggml_context * ctx = new_ctx();
-            ggml_tensor * a = ggml_new_tensor_2d(ctx, GGML_TYPE_Q8_0, sh.K, sh.M);
-            ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, sh.K, sh.N);
-            fill(a, rng);
-            fill(b, rng);
-            ggml_tensor * out = ggml_mul_mat(ctx, a, b);
-            poison(out);
-            compute(ctx, out, nth);
             CAPTURE(sh.K);
             CAPTURE(sh.M);
             CAPTURE(sh.N);
             CAPTURE(nth);
-            CHECK(check_mul_mat(out, a, b, act_ref::q8_1, 1e-5) == 0);
-            ggml_free(ctx);
+            CHECK(dense_mul_mat_errors(GGML_TYPE_Q8_0, sh.K, sh.M, sh.N, nth, rng, act_ref::q8_1) == 0);
         }
     }
 }
@@ -322,22 +320,12 @@ TEST_CASE("mul_mat 4/5-bit and K-quant prompt batches (AMX int8 tiles where the 
                          GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K}) {
         for (const shape & sh : shapes) {
             const int nth = 1 + (int)((sh.M + sh.N) % 3);
-            ggml_context * ctx = new_ctx();
-            ggml_tensor * a = ggml_new_tensor_2d(ctx, ta, sh.K, sh.M);
-            ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, sh.K, sh.N);
-            fill(a, rng);
-            fill(b, rng);
-            ggml_tensor * out = ggml_mul_mat(ctx, a, b);
-            poison(out);
-            compute(ctx, out, nth);
-            const std::string tname = ggml_type_name(ta);
-            INFO("ta = " << tname);
+            INFO("ta = " << ggml_type_name(ta));
             CAPTURE(sh.K);
             CAPTURE(sh.M);
             CAPTURE(sh.N);
             CAPTURE(nth);
-            CHECK(check_mul_mat(out, a, b, act_ref_for(ta), 1e-5) == 0);
-            ggml_free(ctx);
+            CHECK(dense_mul_mat_errors(ta, sh.K, sh.M, sh.N, nth, rng, act_ref_for(ta)) == 0);
         }
     }
 }

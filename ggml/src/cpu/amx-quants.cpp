@@ -52,15 +52,20 @@ struct dec_q8_0 {
     }
 };
 
+// the 32 values of a q4 block: low nibbles first, then the high ones, minus off
+inline void q4_values(const uint8_t * qs, int off, int8_t * q) {
+    for (int j = 0; j < 16; ++j) {
+        q[j] = (int8_t)((qs[j] & 0xF) - off);
+        q[j + 16] = (int8_t)((qs[j] >> 4) - off);
+    }
+}
+
 struct dec_q4_0 {
     using block = block_q4_0;
     static constexpr int qk = 32, bk = 32;
     static constexpr bool has_min = false;
     static void decode(const block & b, int8_t * q, float * dw, float *) {
-        for (int j = 0; j < 16; ++j) {
-            q[j] = (int8_t)((b.qs[j] & 0xF) - 8);
-            q[j + 16] = (int8_t)((b.qs[j] >> 4) - 8);
-        }
+        q4_values(b.qs, 8, q);
         dw[0] = f16(b.d);
     }
 };
@@ -70,10 +75,7 @@ struct dec_q4_1 {
     static constexpr int qk = 32, bk = 32;
     static constexpr bool has_min = true;
     static void decode(const block & b, int8_t * q, float * dw, float * mw) {
-        for (int j = 0; j < 16; ++j) {
-            q[j] = (int8_t)(b.qs[j] & 0xF);
-            q[j + 16] = (int8_t)(b.qs[j] >> 4);
-        }
+        q4_values(b.qs, 0, q);
         dw[0] = f16(b.d);
         mw[0] = f16(b.m);
     }
