@@ -6,13 +6,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <unistd.h>
 #include <vector>
 
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -62,6 +63,19 @@ float sum_floats(const float * p, size_t n) {
     for (; i < n; ++i)
         s += p[i];
     return s;
+#elif defined(__AVX2__)
+    // integer adds (the float chains of the loop below cap a Zen 1 core at ~14 GB/s, under its read bandwidth)
+    const size_t m = n / 16 * 16;
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0;
+    for (size_t i = 0; i < m; i += 16) {
+        a0 = _mm256_add_epi32(a0, _mm256_load_si256((const __m256i *)(p + i)));
+        a1 = _mm256_add_epi32(a1, _mm256_load_si256((const __m256i *)(p + i + 8)));
+    }
+    const __m256i t = _mm256_add_epi32(a0, a1);
+    float s = (float)(_mm256_extract_epi32(t, 0) ^ _mm256_extract_epi32(t, 7));
+    for (size_t i = m; i < n; ++i)
+        s += p[i];
+    return s;
 #else
     float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     size_t i = 0;
@@ -79,6 +93,9 @@ float sum_floats(const float * p, size_t n) {
 
 // Read-only sum over 4 interleaved streams (the 4 quarters of [p, p + n)) with software prefetch,
 // as a 4-row mat-vec tile reads its weights: more streams in flight than one sequential read.
+// The loop must issue loads faster than memory delivers them on every SIMD level: on AVX2 the sum is
+// an integer one (1-cycle adds: the bits are summed, never used as floats); the plain C++ fallback
+// sums uint64 words (which the compiler may vectorize; float sums it may not reorder).
 float sum_floats_4streams(const float * p, size_t n) {
 #if defined(__AVX512F__)
     const size_t q = n / 4 / 64 * 64;
@@ -94,8 +111,40 @@ float sum_floats_4streams(const float * p, size_t n) {
     for (size_t i = 4 * q; i < n; ++i)
         r += p[i];
     return r;
+#elif defined(__AVX2__)
+    const size_t q = n / 4 / 16 * 16; // floats per stream, whole 64-byte lines
+    const char * s[4] = {(const char *)p, (const char *)(p + q), (const char *)(p + 2 * q), (const char *)(p + 3 * q)};
+    __m256i a[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256()};
+    for (size_t i = 0; i < q * sizeof(float); i += 64) {
+        for (int j = 0; j < 4; ++j) {
+            _mm_prefetch(s[j] + i + 512, _MM_HINT_T0);
+            a[j] = _mm256_add_epi32(a[j], _mm256_add_epi32(_mm256_load_si256((const __m256i *)(s[j] + i)),
+                                                           _mm256_load_si256((const __m256i *)(s[j] + i + 32))));
+        }
+    }
+    const __m256i t = _mm256_add_epi32(_mm256_add_epi32(a[0], a[1]), _mm256_add_epi32(a[2], a[3]));
+    float r = (float)(_mm256_extract_epi32(t, 0) ^ _mm256_extract_epi32(t, 7));
+    for (size_t i = 4 * q; i < n; ++i)
+        r += p[i];
+    return r;
 #else
-    return sum_floats(p, n);
+    const size_t q = n / 4 / 16 * 16;
+    const uint64_t * s[4] = {(const uint64_t *)p, (const uint64_t *)(p + q), (const uint64_t *)(p + 2 * q),
+                             (const uint64_t *)(p + 3 * q)};
+    uint64_t a[4] = {0, 0, 0, 0};
+    for (size_t i = 0; i < q / 2; i += 8) {
+        for (int j = 0; j < 4; ++j) {
+#if defined(__GNUC__)
+            __builtin_prefetch(s[j] + i + 64);
+#endif
+            for (int k = 0; k < 8; ++k)
+                a[j] += s[j][i + k];
+        }
+    }
+    float r = (float)((a[0] + a[1] + a[2] + a[3]) & 0xFFFF);
+    for (size_t i = 4 * q; i < n; ++i)
+        r += p[i];
+    return r;
 #endif
 }
 
@@ -157,8 +206,10 @@ membw_probe::~membw_probe() { std::free(buf_); }
 double membw_probe::read_gbs(int n_threads) const {
     // The buffer sits idle between probes, and this VM's memory manager then takes its pages back (the read after
     // a 2 s decode run measured 3-11 GB/s against 40-50 after it): one read brings them back, the best of the next
-    // two is the figure.
+    // membw_probe_reads is the figure (a shared machine's other processes slow some reads: the probe takes the best).
     read_seconds(buf_, bytes_, n_threads, true);
-    const double t = std::min(read_seconds(buf_, bytes_, n_threads, true), read_seconds(buf_, bytes_, n_threads, true));
+    double t = read_seconds(buf_, bytes_, n_threads, true);
+    for (int i = 1; i < membw_probe_reads; ++i)
+        t = std::min(t, read_seconds(buf_, bytes_, n_threads, true));
     return (double)per_thread(bytes_, n_threads) * n_threads / t / 1e9;
 }
