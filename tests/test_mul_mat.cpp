@@ -52,7 +52,8 @@ int check_mul_mat(const ggml_tensor * out, const ggml_tensor * a, const ggml_ten
             if (!a_orig) {
                 std::vector<float> row(K);
                 for (int64_t m = 0; m < M; ++m) {
-                    const char * ra = (const char *)a->data + m * a->nb[1] + (i2 / r2) * a->nb[2] + (i3 / r3) * a->nb[3];
+                    const char * ra =
+                        (const char *)a->data + m * a->nb[1] + (i2 / r2) * a->nb[2] + (i3 / r3) * a->nb[3];
                     if (ggml_is_quantized(a->type) && a->nb[0] == ggml_type_size(a->type)) {
                         ggml_get_type_traits(a->type)->to_float(ra, row.data(), K); // whole row at once
                         for (int64_t k = 0; k < K; ++k)
@@ -80,8 +81,8 @@ int check_mul_mat(const ggml_tensor * out, const ggml_tensor * a, const ggml_ten
                     double ref = 0, mag = 0;
                     for (int64_t k = 0; k < K; ++k) {
                         // a_orig: the f32 values before quantization (contiguous a only)
-                        const double av = a_orig ? (*a_orig)[((i3 / r3 * a->ne[2] + i2 / r2) * M + m) * K + k]
-                                                 : amat[m * K + k];
+                        const double av =
+                            a_orig ? (*a_orig)[((i3 / r3 * a->ne[2] + i2 / r2) * M + m) * K + k] : amat[m * K + k];
                         ref += av * bcol[k];
                         mag += std::fabs(av * bcol[k]);
                     }
@@ -435,5 +436,35 @@ TEST_CASE("mul_mat every quantized weight type: odd sizes, GQA, transposed activ
             CHECK(check_mul_mat(o2, a, b2, act_ref_for(tc.t), 1e-5) == 0);
             ggml_free(ctx);
         }
+    }
+}
+
+TEST_CASE("mul_mat decode (N = 1): 8-row decode tiles, their 4-row and odd tails, 1-3 threads") {
+    // Row counts that give mat-vec units (16 rows) of whole 8-row tiles, an 8-row tile plus a 4-row one and tails of
+    // 1..7 rows, with enough units that mul_mat keeps 16-row blocks; every weight type (those without a decode tile
+    // run their 4-row tiles, the same check).
+    const ggml_type types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q8_0,
+                               GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
+    std::mt19937 rng(47);
+    for (const ggml_type t : types) {
+        const int64_t blk = ggml_blck_size(t);
+        for (int64_t K : {blk, 8 * blk})
+            for (int64_t M : {int64_t(160), int64_t(203), int64_t(236)})
+                for (int nth = 1; nth <= 3; ++nth) {
+                    ggml_context * ctx = new_ctx();
+                    ggml_tensor * a = ggml_new_tensor_2d(ctx, t, K, M);
+                    ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, 1);
+                    fill(a, rng);
+                    fill(b, rng);
+                    ggml_tensor * out = ggml_mul_mat(ctx, a, b);
+                    poison(out);
+                    compute(ctx, out, nth);
+                    INFO("ta = " << ggml_type_name(t));
+                    CAPTURE(K);
+                    CAPTURE(M);
+                    CAPTURE(nth);
+                    CHECK(check_mul_mat(out, a, b, act_ref_for(t), 1e-5) == 0);
+                    ggml_free(ctx);
+                }
     }
 }

@@ -10,11 +10,13 @@
 // buffer, and the cells between them must stay poisoned.
 //
 // Adding a type: one generic table and one row in k_cases below.
+#include "cpu/common.h"
 #include "cpu/quants.h"
 #include "cpu/tile_generic.h"
 #include "cpu/vec_dot.h"
 #include "ggml.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -222,6 +224,118 @@ TEST_CASE("tile dots of quantized weights: extreme codes and scales (no overflow
                             }
                         }
                     }
+            }
+    }
+}
+
+namespace {
+
+// The weight types whose traits have a decode tile (GGML_TILE_DECODE_R rows x 1 column, cpu/quants.h) in this build.
+std::vector<ggml_type> decode_tile_types() {
+    std::vector<ggml_type> v;
+    for (int t = 0; t < GGML_TYPE_COUNT; ++t)
+        if (ggml_cpu_is_weight_type((ggml_type)t) && ggml_cpu_get_type_traits((ggml_type)t)->tile_decode)
+            v.push_back((ggml_type)t);
+    return v;
+}
+
+} // namespace
+
+TEST_CASE("decode tiles (8 rows x 1 column) vs float64, the 4-row tiles and tile_generic") {
+    constexpr int DR = GGML_TILE_DECODE_R;
+    const std::vector<ggml_type> types = decode_tile_types();
+    INFO("SIMD: ", ggml_cpu_simd_name());
+    if (std::strncmp(ggml_cpu_simd_name(), "avx2", 4) == 0) // the AVX2 build has q4_0's (Zen 1, cpu/vec_dot_q4_q5.cpp)
+        CHECK(std::find(types.begin(), types.end(), GGML_TYPE_Q4_0) != types.end());
+    for (const ggml_type type : types) {
+        const ggml_cpu_type_traits * tt = ggml_cpu_get_type_traits(type);
+        const ggml_type yt = tt->vec_dot_type;
+        const int64_t blk = ggml_blck_size(type);
+        for (const int64_t n : k_lengths) {
+            if (n % blk != 0) continue;
+            std::mt19937 rng((uint32_t)(7000 * type + n));
+            const size_t bx = ggml_row_size(type, n) + 2 * ggml_type_size(type) + 8;
+            std::vector<double> xd, yd;
+            const std::vector<uint8_t> xb = make_rows(type, false, DR, n, bx, rng, xd);
+            const std::vector<uint8_t> yb = make_rows(yt, true, 1, n, ggml_row_size(yt, n), rng, yd);
+            // two output strides: dense (mul_mat's dst) and wide
+            for (const size_t bs_r : {sizeof(float), 3 * sizeof(float)}) {
+                CAPTURE(n);
+                CAPTURE(bs_r);
+                INFO("type ", ggml_type_name(type));
+                const std::vector<float> got =
+                    run_tile(tt->tile_decode, DR, 1, n, xb.data(), bx, yb.data(), 0, bs_r, 0);
+                // the 4-row tile, and tile_generic.h where this file has it for the type (else the 4-row tile again)
+                ggml_tile_dot_t generic = (*tt->tiles)[3][0];
+                for (const dot_case & dc : k_cases)
+                    if (dc.type == type) generic = (*dc.generic)[3][0];
+                std::vector<float> four(DR), gen(DR);
+                for (int r0 = 0; r0 < DR; r0 += 4) {
+                    (*tt->tiles)[3][0](n, xb.data() + r0 * bx, bx, yb.data(), 0, four.data() + r0, sizeof(float), 0);
+                    generic(n, xb.data() + r0 * bx, bx, yb.data(), 0, gen.data() + r0, sizeof(float), 0);
+                }
+                for (int r = 0; r < DR; ++r) {
+                    double ref = 0, mag = 0;
+                    for (int64_t i = 0; i < n; ++i) {
+                        ref += xd[r * n + i] * yd[i];
+                        mag += std::fabs(xd[r * n + i] * yd[i]);
+                    }
+                    CAPTURE(r);
+                    CAPTURE(got[r]);
+                    CAPTURE(ref);
+                    CHECK(std::fabs(got[r] - ref) <= 1e-5 * mag);
+                    CHECK(std::fabs(got[r] - four[r]) <= 2e-5 * mag);
+                    CHECK(std::fabs(got[r] - gen[r]) <= 2e-5 * mag);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("decode tiles: extreme codes and scales (the int16 lanes at their bounds)") {
+    // As the extreme-codes case above, with 8 rows: alternating extreme codes; every weight at the most negative code
+    // against activations all at +-127 of one sign (the largest partial sums of one sign the narrow lanes see); and
+    // rows that differ (each row its own extreme pattern), so a row mixed up with another shows.
+    constexpr int DR = GGML_TILE_DECODE_R;
+    for (const ggml_type type : decode_tile_types()) {
+        const ggml_cpu_type_traits * tt = ggml_cpu_get_type_traits(type);
+        const ggml_type yt = tt->vec_dot_type;
+        const int64_t n = ggml_blck_size(type) * 8;
+        for (int sign = -1; sign <= 1; sign += 2)
+            for (int mode = 0; mode < 3; ++mode) {
+                CAPTURE(sign);
+                CAPTURE(mode);
+                INFO("type ", ggml_type_name(type));
+                std::vector<float> xf(DR * n), yf(n);
+                for (int64_t i = 0; i < DR * n; ++i) {
+                    const int64_t r = i / n, j = i % n;
+                    if (mode == 0) xf[i] = (j % 2 ? 1000.0f : -1000.0f) * (j % 64 < 32 ? 1 : -1);
+                    if (mode == 1) xf[i] = -1000.0f;
+                    if (mode == 2)
+                        xf[i] = (r % 2 ? 1000.0f : -1000.0f) * ((j >> (r % 4)) % 2 ? 1 : -1) * (1 + 0.1f * r);
+                }
+                for (int64_t i = 0; i < n; ++i)
+                    yf[i] = sign * 500.0f * (mode == 1 || (i / 3) % 2 ? 1 : -1);
+                const size_t bx = ggml_row_size(type, n), by = ggml_row_size(yt, n);
+                std::vector<uint8_t> xb(bx * DR + 64), yb(by + 64);
+                for (int r = 0; r < DR; ++r)
+                    ggml_get_type_traits(type)->from_float_ref(xf.data() + r * n, xb.data() + r * bx, n);
+                ggml_cpu_get_type_traits(yt)->from_float(yf.data(), yb.data(), n);
+                std::vector<float> xd(n), yd(n);
+                ggml_get_type_traits(yt)->to_float(yb.data(), yd.data(), n);
+                float got[DR];
+                tt->tile_decode(n, xb.data(), bx, yb.data(), by, got, sizeof(float), 0);
+                for (int r = 0; r < DR; ++r) {
+                    ggml_get_type_traits(type)->to_float(xb.data() + r * bx, xd.data(), n);
+                    double ref = 0, mag = 0;
+                    for (int64_t i = 0; i < n; ++i) {
+                        ref += (double)xd[i] * yd[i];
+                        mag += std::fabs((double)xd[i] * yd[i]);
+                    }
+                    CAPTURE(r);
+                    CHECK(mag > 0);
+                    CHECK(std::fabs(got[r] - ref) <= 1e-5 * mag);
+                }
             }
     }
 }

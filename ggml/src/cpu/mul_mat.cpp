@@ -1,14 +1,16 @@
 // cpu/mul_mat.cpp - dst = a^T b on the CPU.
 //
-//   a: [K, M, A2, A3] f32/f16/any quant type with CPU tiles (cpu/quants.h) (rows dense, rows and dims 1..3 may be strided/permuted)
+//   a: [K, M, A2, A3] f32/f16/any quant type with CPU tiles (cpu/quants.h)
+//      (rows dense, rows and dims 1..3 may be strided/permuted)
 //   b: [K, N, B2, B3] f32/f16 (any strides), B2 % A2 == 0, B3 % A3 == 0 (GQA broadcast)
 //   dst: f32 [M, N, B2, B3]; dst[m, n, i2, i3] = dot(a[:, m, i2/(B2/A2), i3/(B3/A3)], b[:, n, i2, i3])
 //
 // Phase 1: b rows are converted (by all threads) into p.wdata as the dot's activation type:
-// q8_1 for q8_0/q4_0/q4_1/q5_0/q5_1 weights, q8_K for the K-quants, else f32 when b's rows are not dense f32 (f16 weights are not rounding
-// the activations to f16, unlike ggml: with N >= 4 the weight rows are widened to f32 per unit). Barrier. Phase 2: work
-// units of (batch, column chunk, row block) are split across threads; each is computed in register tiles of up to 4
-// rows x 4 columns, so a weight row is loaded once for 4 activation columns. Quant weights with N >= 2 go to AMX int8
+// q8_1 for q8_0/q4_0/q4_1/q5_0/q5_1 weights, q8_K for the K-quants, else f32 when b's rows are not dense f32 (f16
+// weights are not rounding the activations to f16, unlike ggml: with N >= 4 the weight rows are widened to f32 per
+// unit). Barrier. Phase 2: work units of (batch, column chunk, row block) are split across threads; each is computed in
+// register tiles of up to 4 rows x 4 columns, so a weight row is loaded once for 4 activation columns (a single
+// column takes the type's 8-row decode tile where it has one, cpu/quants.h). Quant weights with N >= 2 go to AMX int8
 // tiles instead when the CPU has them (cpu/amx.cpp).
 #include "cpu/mul_mat.h"
 
@@ -161,6 +163,9 @@ void ggml_cpu_op_mul_mat(const ggml_cpu_params & p, ggml_tensor * dst) {
     for (int r = 0; r < TR; ++r)
         for (int c = 0; c < TC; ++c)
             tiles[r][c] = ggml_cpu_get_tile_dot(a->type, false, r + 1, c + 1);
+    // Mat-vec columns: the type's decode tile (more rows per activation load) where it has one.
+    const ggml_tile_dot_t tile_decode = ggml_cpu_get_type_traits(a->type)->tile_decode;
+    constexpr int64_t DR = GGML_TILE_DECODE_R;
     const int64_t nrb = (M + RB - 1) / RB;
     const int64_t n_units = B2 * B3 * ncb * nrb;
     thread_local std::vector<float> panel_mem; // [16, K] transposed rows, 64-byte aligned
@@ -175,7 +180,8 @@ void ggml_cpu_op_mul_mat(const ggml_cpu_params & p, ggml_tensor * dst) {
     // so the kernels' rows-ahead prefetch stays inside the thread's own rows (measured: 2-thread q4_0
     // mat-vec 40-54 -> 53-60 GB/s, docs/cpu-notes.md), and end on single units so that no thread
     // waits at the barrier for the other's last long run.
-    ggml_cpu_units units = N == 1 ? ggml_cpu_units(p, n_units, 1, true) : ggml_cpu_units(p, n_units, n_units / (16 * p.nth));
+    ggml_cpu_units units =
+        N == 1 ? ggml_cpu_units(p, n_units, 1, true) : ggml_cpu_units(p, n_units, n_units / (16 * p.nth));
     for (int64_t u0, u1; units.next(u0, u1);)
         for (int64_t u = u0; u < u1; ++u) {
             const int64_t irb = u % nrb, icb = (u / nrb) % ncb, batch = u / (nrb * ncb);
@@ -194,7 +200,12 @@ void ggml_cpu_op_mul_mat(const ggml_cpu_params & p, ggml_tensor * dst) {
             }
             for (int64_t ic = ic0; ic < ic1; ic += TC) {
                 const int64_t nc = std::min(TC, ic1 - ic);
-                for (int64_t ir = ir0; ir < ir1; ir += TR) {
+                int64_t ir = ir0;
+                if (nc == 1 && tile_decode)
+                    for (; ir + DR <= ir1; ir += DR)
+                        tile_decode(K, xb + ir * a->nb[1], a->nb[1], yb + ic * ys1, ys1,
+                                    (float *)(db + ir * dst->nb[0] + ic * dst->nb[1]), dst->nb[0], dst->nb[1]);
+                for (; ir < ir1; ir += TR) {
                     const int64_t nr = std::min(TR, ir1 - ir);
                     tiles[nr - 1][nc - 1](K, xb + ir * a->nb[1], a->nb[1], yb + ic * ys1, ys1,
                                           (float *)(db + ir * dst->nb[0] + ic * dst->nb[1]), dst->nb[0], dst->nb[1]);

@@ -11,8 +11,9 @@ template <typename B, void (*Q)(const float *, B *, int64_t)> void from_float(co
     Q(x, (B *)y, n);
 }
 
-ggml_cpu_type_traits make(ggml_type vec_dot_type, ggml_from_float_t from_float, ggml_tile_table * tiles) {
-    return {vec_dot_type, from_float, tiles};
+ggml_cpu_type_traits make(ggml_type vec_dot_type, ggml_from_float_t from_float, ggml_tile_table * tiles,
+                          ggml_tile_dot_t tile_decode = nullptr) {
+    return {vec_dot_type, from_float, tiles, tile_decode};
 }
 
 struct table {
@@ -24,7 +25,8 @@ struct table {
         t[GGML_TYPE_F16] = make(GGML_TYPE_F32, ggml_get_type_traits(GGML_TYPE_F16)->from_float_ref, nullptr);
         t[GGML_TYPE_Q8_0] = make(GGML_TYPE_Q8_1, from_float<block_q8_0, quantize_row_q8_0_ref>, &ggml_cpu_tiles_q8_0);
         t[GGML_TYPE_Q8_1] = make(GGML_TYPE_COUNT, from_float<block_q8_1, quantize_row_q8_1>, nullptr);
-        t[GGML_TYPE_Q4_0] = make(GGML_TYPE_Q8_1, from_float<block_q4_0, quantize_row_q4_0_ref>, &ggml_cpu_tiles_q4_0);
+        t[GGML_TYPE_Q4_0] = make(GGML_TYPE_Q8_1, from_float<block_q4_0, quantize_row_q4_0_ref>, &ggml_cpu_tiles_q4_0,
+                                 ggml_cpu_tile_decode_q4_0);
         t[GGML_TYPE_Q4_1] = make(GGML_TYPE_Q8_1, from_float<block_q4_1, quantize_row_q4_1_ref>, &ggml_cpu_tiles_q4_1);
         t[GGML_TYPE_Q5_0] = make(GGML_TYPE_Q8_1, from_float<block_q5_0, quantize_row_q5_0_ref>, &ggml_cpu_tiles_q5_0);
         t[GGML_TYPE_Q5_1] = make(GGML_TYPE_Q8_1, from_float<block_q5_1, quantize_row_q5_1_ref>, &ggml_cpu_tiles_q5_1);

@@ -322,6 +322,14 @@ inline __m256i bits_to_0x10(uint32_t h) {
     return _mm256_and_si256(v, _mm256_set1_epi8(0x10));
 }
 
+// Four rows' 8 x int16 -> one register whose dword r holds row r's sum as two int16 halves (each the sum of 4
+// lanes): t01 = rows 0 1 0 1, t23 = rows 2 3 2 3, then rows 0 1 2 3.
+inline __m128i fold_rows4_i16(const __m128i * p) {
+    const __m128i t01 = _mm_add_epi16(_mm_unpacklo_epi32(p[0], p[1]), _mm_unpackhi_epi32(p[0], p[1]));
+    const __m128i t23 = _mm_add_epi16(_mm_unpacklo_epi32(p[2], p[3]), _mm_unpackhi_epi32(p[2], p[3]));
+    return _mm_add_epi16(_mm_unpacklo_epi64(t01, t23), _mm_unpackhi_epi64(t01, t23));
+}
+
 // q4_0 4 x 1 (decode). Zen 1 splits 256-bit ops in two and issues vpmaddubsw / vpmaddwd on one pipe, so the
 // generic tile (a 256-bit madd, convert, scale and fma per row and block) ran ~9-10 cycles per row and block there.
 // Here, per block: 128-bit halves; each row's two vpmaddubsw (low nibbles x y[0..15], high x y[16..31]) are added
@@ -354,11 +362,7 @@ inline void tile_avx2_q4_0_4x1(int64_t n, const void * vx, size_t bx, const void
             const __m128i lo = _mm_and_si128(qs, m4), hi = _mm_and_si128(_mm_srli_epi16(qs, 4), m4);
             p[r] = _mm_sub_epi16(_mm_add_epi16(_mm_maddubs_epi16(lo, ylo), _mm_maddubs_epi16(hi, yhi)), y8);
         }
-        // dwords: t01 = rows 0 1 0 1, t23 = rows 2 3 2 3, v = rows 0 1 2 3 (two int16 halves each)
-        const __m128i t01 = _mm_add_epi16(_mm_unpacklo_epi32(p[0], p[1]), _mm_unpackhi_epi32(p[0], p[1]));
-        const __m128i t23 = _mm_add_epi16(_mm_unpacklo_epi32(p[2], p[3]), _mm_unpackhi_epi32(p[2], p[3]));
-        const __m128i v = _mm_add_epi16(_mm_unpacklo_epi64(t01, t23), _mm_unpackhi_epi64(t01, t23));
-        const __m128i isum = _mm_madd_epi16(v, ones);
+        const __m128i isum = _mm_madd_epi16(fold_rows4_i16(p), ones);
         uint16_t d[4];
         for (int r = 0; r < 4; ++r)
             std::memcpy(&d[r], &x[r][ib].d, sizeof(d[r]));
@@ -369,6 +373,62 @@ inline void tile_avx2_q4_0_4x1(int64_t n, const void * vx, size_t bx, const void
     alignas(16) float o[4];
     _mm_store_ps(o, acc);
     for (int r = 0; r < 4; ++r)
+        *(float *)((char *)s + r * bs_r) = o[r];
+}
+
+// q4_0 8 x 1 (decode; mul_mat takes it for every 8 rows of a mat-vec, see quants.h): the 4 x 1 tile above for two
+// groups of 4 rows, sharing per block the activation loads, the offset term and dy, and with the offset subtracted
+// once per group after the fold instead of once per row. Per row only the nibble split, two vpmaddubsw and an add are
+// left. Lanes: p_r = the row's q * y products (q in 0..15), 4 per int16 lane (<= 4 * 15 * 127 = 7620), folded over 4
+// lanes per int16 half (<= 30480); minus the offset folded the same way, each half is a sum of 16 (q - 8) y (<= 16256).
+// One vpmaddwd per group adds the halves; the 8 d by vpinsrw, one 256-bit vcvtph2ps, convert and fma for the 8 rows.
+// Zen 1 lab (docs/cpu-notes.md): ns per row and block in cache 1.7-2.0 (4 x 1) -> 1.57-1.85, 2 threads from DRAM
+// 14.4-15.3 -> 15.0-16.1 GB/s.
+inline void tile_avx2_q4_0_8x1(int64_t n, const void * vx, size_t bx, const void * vy, float * s, size_t bs_r) {
+    const int64_t nb = n / 32;
+    const block_q4_0 * x[8];
+    ggml_tile_rows(vx, bx, 8, x);
+    const block_q8_1 * y = (const block_q8_1 *)vy;
+    __m256 acc = _mm256_setzero_ps();
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    const __m128i eights = _mm_set1_epi8(8);
+    const __m128i ones = _mm_set1_epi16(1);
+    for (int64_t ib = 0; ib < nb; ++ib) {
+        const block_q8_1 & yb = y[ib];
+        const __m128i ylo = _mm_loadu_si128((const __m128i *)yb.qs);
+        const __m128i yhi = _mm_loadu_si128((const __m128i *)(yb.qs + 16));
+        // the offset term 8 * (y pairs), folded as the rows are: both int16 halves of every dword hold the sum of
+        // 4 lanes (<= 4 * 8 * 4 * 127 = 16256), the term of each row's halves
+        __m128i y8 = _mm_add_epi16(_mm_maddubs_epi16(eights, ylo), _mm_maddubs_epi16(eights, yhi));
+        y8 = _mm_add_epi16(y8, _mm_shuffle_epi32(y8, 0x4E));
+        y8 = _mm_add_epi16(y8, _mm_shuffle_epi32(y8, 0xB1));
+        __m128i p[8];
+        for (int r = 0; r < 8; ++r) {
+            const block_q4_0 & b = x[r][ib];
+#if GGML_Q45_PREFETCH_ROWS > 0
+            if (!(ib & 1)) _mm_prefetch((const char *)&b + GGML_Q45_PREFETCH_ROWS * bx, _MM_HINT_T0);
+#endif
+            const __m128i qs = _mm_loadu_si128((const __m128i *)b.qs);
+            const __m128i lo = _mm_and_si128(qs, m4), hi = _mm_and_si128(_mm_srli_epi16(qs, 4), m4);
+            p[r] = _mm_add_epi16(_mm_maddubs_epi16(lo, ylo), _mm_maddubs_epi16(hi, yhi));
+        }
+        const __m128i v0 = _mm_sub_epi16(fold_rows4_i16(p), y8);
+        const __m128i v1 = _mm_sub_epi16(fold_rows4_i16(p + 4), y8);
+        const __m256i isum = _mm256_set_m128i(_mm_madd_epi16(v1, ones), _mm_madd_epi16(v0, ones));
+        __m128i dh = _mm_cvtsi32_si128(x[0][ib].d);
+        dh = _mm_insert_epi16(dh, x[1][ib].d, 1);
+        dh = _mm_insert_epi16(dh, x[2][ib].d, 2);
+        dh = _mm_insert_epi16(dh, x[3][ib].d, 3);
+        dh = _mm_insert_epi16(dh, x[4][ib].d, 4);
+        dh = _mm_insert_epi16(dh, x[5][ib].d, 5);
+        dh = _mm_insert_epi16(dh, x[6][ib].d, 6);
+        dh = _mm_insert_epi16(dh, x[7][ib].d, 7);
+        const __m256 dxy = _mm256_mul_ps(_mm256_cvtph_ps(dh), _mm256_set1_ps(fp16(yb.d)));
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), dxy, acc);
+    }
+    alignas(32) float o[8];
+    _mm256_store_ps(o, acc);
+    for (int r = 0; r < 8; ++r)
         *(float *)((char *)s + r * bs_r) = o[r];
 }
 
@@ -434,6 +494,11 @@ void tile_avx2(int64_t n, const void * vx, size_t bx, const void * vy, size_t by
 
 #define Q45_TILE tile_avx2
 
+void tile_decode_q4_0(int64_t n, const void * vx, size_t bx, const void * vy, size_t, float * s, size_t bs_r, size_t) {
+    tile_avx2_q4_0_8x1(n, vx, bx, vy, s, bs_r);
+}
+#define Q45_DECODE_Q4_0 tile_decode_q4_0
+
 #else
 // =============================================================================================
 // plain C++: exact integer block dots, as ggml's scalar vec_dot.
@@ -497,6 +562,11 @@ void tile_scalar(int64_t n, const void * vx, size_t bx, const void * vy, size_t 
 } // namespace
 
 ggml_tile_table ggml_cpu_tiles_q4_0 = GGML_TILE_TABLE(Q45_TILE, block_q4_0);
+#if defined(Q45_DECODE_Q4_0)
+const ggml_tile_dot_t ggml_cpu_tile_decode_q4_0 = Q45_DECODE_Q4_0;
+#else
+const ggml_tile_dot_t ggml_cpu_tile_decode_q4_0 = nullptr;
+#endif
 ggml_tile_table ggml_cpu_tiles_q4_1 = GGML_TILE_TABLE(Q45_TILE, block_q4_1);
 ggml_tile_table ggml_cpu_tiles_q5_0 = GGML_TILE_TABLE(Q45_TILE, block_q5_0);
 ggml_tile_table ggml_cpu_tiles_q5_1 = GGML_TILE_TABLE(Q45_TILE, block_q5_1);
