@@ -439,10 +439,11 @@ TEST_CASE("mul_mat every quantized weight type: odd sizes, GQA, transposed activ
     }
 }
 
-TEST_CASE("mul_mat decode (N = 1): 8-row decode tiles, their 4-row and odd tails, 1-3 threads") {
+TEST_CASE(
+    "mul_mat decode (N = 1, and N = 5's last column): 8-row decode tiles, their 4-row and odd tails, 1-3 threads") {
     // Row counts that give mat-vec units (16 rows) of whole 8-row tiles, an 8-row tile plus a 4-row one and tails of
     // 1..7 rows, with enough units that mul_mat keeps 16-row blocks; every weight type (those without a decode tile
-    // run their 4-row tiles, the same check).
+    // run their 4-row tiles, the same check). N = 5: 4-column tiles, then the single column by the decode tile.
     const ggml_type types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q8_0,
                                GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
     std::mt19937 rng(47);
@@ -451,9 +452,10 @@ TEST_CASE("mul_mat decode (N = 1): 8-row decode tiles, their 4-row and odd tails
         for (int64_t K : {blk, 8 * blk})
             for (int64_t M : {int64_t(160), int64_t(203), int64_t(236)})
                 for (int nth = 1; nth <= 3; ++nth) {
+                    const int64_t N = nth == 2 ? 5 : 1;
                     ggml_context * ctx = new_ctx();
                     ggml_tensor * a = ggml_new_tensor_2d(ctx, t, K, M);
-                    ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, 1);
+                    ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, N);
                     fill(a, rng);
                     fill(b, rng);
                     ggml_tensor * out = ggml_mul_mat(ctx, a, b);
@@ -462,6 +464,7 @@ TEST_CASE("mul_mat decode (N = 1): 8-row decode tiles, their 4-row and odd tails
                     INFO("ta = " << ggml_type_name(t));
                     CAPTURE(K);
                     CAPTURE(M);
+                    CAPTURE(N);
                     CAPTURE(nth);
                     CHECK(check_mul_mat(out, a, b, act_ref_for(t), 1e-5) == 0);
                     ggml_free(ctx);
