@@ -25,9 +25,9 @@
 #include "ggml-backend.h"
 #include "ggml.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -498,8 +498,8 @@ inline std::vector<backend_case> backend_cases() {
                 for (backend_layout lb : {BACKEND_LAYOUT_CONT, BACKEND_LAYOUT_TRANSPOSED}) {
                     for (int64_t n : {1, 3}) {
                         const int64_t nd[4] = {n0, 2 * n + 1, 2, 1}, nbs[4] = {n0, n, 2, 1};
-                        const std::string nm = std::string(ggml_type_name(td)) + " dst " + backend_shape_str(nd) +
-                                               " " + backend_layout_name(ld) + " src " + backend_shape_str(nbs) + " " +
+                        const std::string nm = std::string(ggml_type_name(td)) + " dst " + backend_shape_str(nd) + " " +
+                                               backend_layout_name(ld) + " src " + backend_shape_str(nbs) + " " +
                                                backend_layout_name(lb);
                         add("set_rows", nm, tol(td), [=](ggml_context * ctx) {
                             ggml_tensor * a = backend_case_input(ctx, td, nd, ld, "a");
@@ -622,8 +622,10 @@ inline std::vector<backend_case> backend_cases() {
         int mask; // 0 none, 1 f32, 2 f16 + causal n_past
     };
     std::vector<fa_kv_cfg> kcfgs;
-    const std::pair<ggml_type, ggml_type> kv_types[] = {{GGML_TYPE_F16, GGML_TYPE_F16},   {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0},
-                                                        {GGML_TYPE_Q4_0, GGML_TYPE_Q4_0}, {GGML_TYPE_Q8_0, GGML_TYPE_F16},
+    const std::pair<ggml_type, ggml_type> kv_types[] = {{GGML_TYPE_F16, GGML_TYPE_F16},
+                                                        {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0},
+                                                        {GGML_TYPE_Q4_0, GGML_TYPE_Q4_0},
+                                                        {GGML_TYPE_Q8_0, GGML_TYPE_F16},
                                                         {GGML_TYPE_F16, GGML_TYPE_Q4_0}};
     for (int64_t D : {64, 80, 96, 128}) {
         for (auto [tk, tv] : kv_types) {
@@ -664,12 +666,19 @@ inline std::vector<backend_case> backend_cases() {
     kcfgs.push_back({96, 1, 2, 1000, 64, GGML_TYPE_Q4_0, GGML_TYPE_Q8_0, 1});
     kcfgs.push_back({128, 4, 2, 600, 512, GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, 2});
     kcfgs.push_back({64, 8, 1, 512, 512, GGML_TYPE_F16, GGML_TYPE_Q4_0, 2});
+    // a q8_0 K and V with 2-16 rows per kv head: the tensor-core decode kernel (q8_0 rows staged in shared memory;
+    // up to 8 rows K dotted in int8, 9-16 rows K widened to f16; V widened; fattn-mma.cu), D 64 and 128, KV splits
+    // with ragged tiles, staged / unstaged / no masks
+    kcfgs.push_back({128, 4, 2, 4097, 1, GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, 2});
+    kcfgs.push_back({64, 8, 1, 5001, 2, GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, 1});
+    kcfgs.push_back({128, 2, 4, 4096, 3, GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, 0});
+    kcfgs.push_back({128, 4, 2, 17, 4, GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, 2});
+    kcfgs.push_back({64, 1, 4, 4099, 16, GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, 2});
     for (const fa_kv_cfg & kc : kcfgs) {
         const bool kq = kc.tk != GGML_TYPE_F16;
         const std::string nm = "D " + std::to_string(kc.D) + " tokens " + std::to_string(kc.n_tokens) + " heads " +
                                std::to_string(kc.n_head_kv * kc.ratio) + "/" + std::to_string(kc.n_head_kv) + " n_kv " +
-                               std::to_string(kc.n_kv) + " k " + ggml_type_name(kc.tk) + " v " +
-                               ggml_type_name(kc.tv) +
+                               std::to_string(kc.n_kv) + " k " + ggml_type_name(kc.tk) + " v " + ggml_type_name(kc.tv) +
                                (kc.mask == 1   ? " mask f32"
                                 : kc.mask == 2 ? " mask f16 causal"
                                                : "") +
@@ -686,34 +695,37 @@ inline std::vector<backend_case> backend_cases() {
         // the tensor-core kernel on an f16 copy of the K/V views, q and the softmax weights in f16, and the K/V
         // values rounded to f16 (d x q needs up to 19 bits): 1e-6.
         // f16 K/V with up to 16 rows and D 64-128: the tensor-core decode kernel (fattn-mma.cu; q and the softmax
-        // weights in f16, as the prompt kernel): 1e-6.
+        // weights in f16, as the prompt kernel): 1e-6. The same kernel on a q8_0 K/V (2-16 rows, D 64 / 128) against
+        // the CPU's q8_1 query (up to 4 rows per block): 2e-5, else 1e-6 (the CPU widens K to f32).
         const bool mma_dec = !kq && kc.tv == GGML_TYPE_F16 && kc.D % 16 == 0 && kc.D <= 128 && rows <= 16;
         const double gpu_tol = rows > 8 || mma_dec ? 1e-6 : kq ? 2e-5 : kc.tv != GGML_TYPE_F16 ? 1e-9 : 0.0;
-        add("flash_attn_ext", nm, tol, [=](ggml_context * ctx) {
-            const int64_t n_head = kc.n_head_kv * kc.ratio;
-            ggml_tensor * q0 = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, kc.D, n_head, kc.n_tokens); // [D, n_head, T]
-            ggml_set_name(q0, "q");
-            ggml_tensor * q = ggml_permute(ctx, q0, 0, 2, 1, 3); // [D, T, n_head]
-            const int64_t n_ctx = kc.n_kv + 17;
-            ggml_tensor * kcache = ggml_new_tensor_2d(ctx, kc.tk, kc.D * kc.n_head_kv, n_ctx);
-            ggml_tensor * vcache = ggml_new_tensor_2d(ctx, kc.tv, kc.D * kc.n_head_kv, n_ctx);
-            ggml_set_name(kcache, "k_cache");
-            ggml_set_name(vcache, "v_cache");
-            ggml_tensor * k = ggml_view_3d(ctx, kcache, kc.D, kc.n_kv, kc.n_head_kv, kcache->nb[1],
-                                           ggml_row_size(kc.tk, kc.D), 0); // [D, n_kv, n_head_kv]
-            ggml_tensor * v = ggml_view_3d(ctx, vcache, kc.D, kc.n_kv, kc.n_head_kv, vcache->nb[1],
-                                           ggml_row_size(kc.tv, kc.D), 0);
-            ggml_tensor * m = nullptr;
-            if (kc.mask) {
-                m = ggml_new_tensor_2d(ctx, kc.mask == 2 ? GGML_TYPE_F16 : GGML_TYPE_F32, kc.n_kv, kc.n_tokens);
-                ggml_set_name(m, "mask");
-            }
-            const int n_past = kc.mask == 2 ? (int)(kc.n_kv - kc.n_tokens) : -1;
-            return ggml_flash_attn_ext(ctx, q, k, v, m, 1.0f / std::sqrt((float)kc.D), n_past);
-        },
-        // CUDA (f16 K/V, more than 8 query rows: tensor-core attention with q and the softmax weights in f16,
-        // measured 4-5e-8 against the CPU)
-        gpu_tol);
+        add(
+            "flash_attn_ext", nm, tol,
+            [=](ggml_context * ctx) {
+                const int64_t n_head = kc.n_head_kv * kc.ratio;
+                ggml_tensor * q0 = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, kc.D, n_head, kc.n_tokens); // [D, n_head, T]
+                ggml_set_name(q0, "q");
+                ggml_tensor * q = ggml_permute(ctx, q0, 0, 2, 1, 3); // [D, T, n_head]
+                const int64_t n_ctx = kc.n_kv + 17;
+                ggml_tensor * kcache = ggml_new_tensor_2d(ctx, kc.tk, kc.D * kc.n_head_kv, n_ctx);
+                ggml_tensor * vcache = ggml_new_tensor_2d(ctx, kc.tv, kc.D * kc.n_head_kv, n_ctx);
+                ggml_set_name(kcache, "k_cache");
+                ggml_set_name(vcache, "v_cache");
+                ggml_tensor * k = ggml_view_3d(ctx, kcache, kc.D, kc.n_kv, kc.n_head_kv, kcache->nb[1],
+                                               ggml_row_size(kc.tk, kc.D), 0); // [D, n_kv, n_head_kv]
+                ggml_tensor * v = ggml_view_3d(ctx, vcache, kc.D, kc.n_kv, kc.n_head_kv, vcache->nb[1],
+                                               ggml_row_size(kc.tv, kc.D), 0);
+                ggml_tensor * m = nullptr;
+                if (kc.mask) {
+                    m = ggml_new_tensor_2d(ctx, kc.mask == 2 ? GGML_TYPE_F16 : GGML_TYPE_F32, kc.n_kv, kc.n_tokens);
+                    ggml_set_name(m, "mask");
+                }
+                const int n_past = kc.mask == 2 ? (int)(kc.n_kv - kc.n_tokens) : -1;
+                return ggml_flash_attn_ext(ctx, q, k, v, m, 1.0f / std::sqrt((float)kc.D), n_past);
+            },
+            // CUDA (f16 K/V, more than 8 query rows: tensor-core attention with q and the softmax weights in f16,
+            // measured 4-5e-8 against the CPU)
+            gpu_tol);
     }
 
     // FLASH_ATTN_EXT over a cache shared by several sequences (ggml_flash_attn_ext_set_seqs(n_seq, shared)): a
@@ -725,42 +737,42 @@ inline std::vector<backend_case> backend_cases() {
         int64_t D, ratio, n_head_kv, n_kv, n_tokens, n_seq;
         ggml_type tkv;
     };
-    const fa_seq_cfg scfgs[] = {
-        {128, 4, 2, 4097, 64, 40, GGML_TYPE_F16}, {64, 1, 4, 1000, 24, 24, GGML_TYPE_F16},
-        {128, 8, 1, 2048, 9, 9, GGML_TYPE_F16},   {128, 4, 2, 3000, 512, 1, GGML_TYPE_F16},
-        {64, 1, 4, 700, 100, 2, GGML_TYPE_F16},   {128, 4, 2, 4097, 2, 2, GGML_TYPE_F16},
-        {128, 4, 2, 1500, 33, 33, GGML_TYPE_Q8_0}, {96, 1, 2, 777, 17, 17, GGML_TYPE_F32}};
+    const fa_seq_cfg scfgs[] = {{128, 4, 2, 4097, 64, 40, GGML_TYPE_F16},  {64, 1, 4, 1000, 24, 24, GGML_TYPE_F16},
+                                {128, 8, 1, 2048, 9, 9, GGML_TYPE_F16},    {128, 4, 2, 3000, 512, 1, GGML_TYPE_F16},
+                                {64, 1, 4, 700, 100, 2, GGML_TYPE_F16},    {128, 4, 2, 4097, 2, 2, GGML_TYPE_F16},
+                                {128, 4, 2, 1500, 33, 33, GGML_TYPE_Q8_0}, {96, 1, 2, 777, 17, 17, GGML_TYPE_F32}};
     for (const fa_seq_cfg & sc : scfgs) {
         const std::string nm = "D " + std::to_string(sc.D) + " tokens " + std::to_string(sc.n_tokens) + " of " +
                                std::to_string(sc.n_seq) + " sequences, heads " +
-                               std::to_string(sc.n_head_kv * sc.ratio) + "/" + std::to_string(sc.n_head_kv) +
-                               " n_kv " + std::to_string(sc.n_kv) + " kv " + ggml_type_name(sc.tkv) +
-                               " shared cache";
+                               std::to_string(sc.n_head_kv * sc.ratio) + "/" + std::to_string(sc.n_head_kv) + " n_kv " +
+                               std::to_string(sc.n_kv) + " kv " + ggml_type_name(sc.tkv) + " shared cache";
         // CPU against float64: f32 sums of exact values (a q8_0 K dotted against q8_1 rows: 2e-5, as above). CUDA
         // against the CPU: 1e-6, the bound of the tensor-core kernel (f16 q and weights; q8_0 widened to f16); the
         // decode kernels stay far below it. A block reading a wrong key range is off by O(1).
         const bool kq = sc.tkv == GGML_TYPE_Q8_0;
-        add("flash_attn_ext", nm, kq ? 2e-5 : 1e-10, [=](ggml_context * ctx) {
-            const int64_t n_head = sc.n_head_kv * sc.ratio;
-            ggml_tensor * q0 = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, sc.D, n_head, sc.n_tokens); // [D, n_head, T]
-            ggml_set_name(q0, "q");
-            ggml_tensor * q = ggml_permute(ctx, q0, 0, 2, 1, 3); // [D, T, n_head]
-            const int64_t n_ctx = sc.n_kv + 17;
-            ggml_tensor * kcache = ggml_new_tensor_2d(ctx, sc.tkv, sc.D * sc.n_head_kv, n_ctx);
-            ggml_tensor * vcache = ggml_new_tensor_2d(ctx, sc.tkv, sc.D * sc.n_head_kv, n_ctx);
-            ggml_set_name(kcache, "k_cache");
-            ggml_set_name(vcache, "v_cache");
-            ggml_tensor * k = ggml_view_3d(ctx, kcache, sc.D, sc.n_kv, sc.n_head_kv, kcache->nb[1],
-                                           ggml_row_size(sc.tkv, sc.D), 0); // [D, n_kv, n_head_kv]
-            ggml_tensor * v = ggml_view_3d(ctx, vcache, sc.D, sc.n_kv, sc.n_head_kv, vcache->nb[1],
-                                           ggml_row_size(sc.tkv, sc.D), 0);
-            ggml_tensor * m = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, sc.n_kv, sc.n_tokens);
-            ggml_set_name(m, "seqmask");
-            ggml_tensor * fa = ggml_flash_attn_ext(ctx, q, k, v, m, 1.0f / std::sqrt((float)sc.D), -1);
-            ggml_flash_attn_ext_set_seqs(fa, (int)sc.n_seq, true);
-            return fa;
-        },
-        1e-6);
+        add(
+            "flash_attn_ext", nm, kq ? 2e-5 : 1e-10,
+            [=](ggml_context * ctx) {
+                const int64_t n_head = sc.n_head_kv * sc.ratio;
+                ggml_tensor * q0 = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, sc.D, n_head, sc.n_tokens); // [D, n_head, T]
+                ggml_set_name(q0, "q");
+                ggml_tensor * q = ggml_permute(ctx, q0, 0, 2, 1, 3); // [D, T, n_head]
+                const int64_t n_ctx = sc.n_kv + 17;
+                ggml_tensor * kcache = ggml_new_tensor_2d(ctx, sc.tkv, sc.D * sc.n_head_kv, n_ctx);
+                ggml_tensor * vcache = ggml_new_tensor_2d(ctx, sc.tkv, sc.D * sc.n_head_kv, n_ctx);
+                ggml_set_name(kcache, "k_cache");
+                ggml_set_name(vcache, "v_cache");
+                ggml_tensor * k = ggml_view_3d(ctx, kcache, sc.D, sc.n_kv, sc.n_head_kv, kcache->nb[1],
+                                               ggml_row_size(sc.tkv, sc.D), 0); // [D, n_kv, n_head_kv]
+                ggml_tensor * v = ggml_view_3d(ctx, vcache, sc.D, sc.n_kv, sc.n_head_kv, vcache->nb[1],
+                                               ggml_row_size(sc.tkv, sc.D), 0);
+                ggml_tensor * m = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, sc.n_kv, sc.n_tokens);
+                ggml_set_name(m, "seqmask");
+                ggml_tensor * fa = ggml_flash_attn_ext(ctx, q, k, v, m, 1.0f / std::sqrt((float)sc.D), -1);
+                ggml_flash_attn_ext_set_seqs(fa, (int)sc.n_seq, true);
+                return fa;
+            },
+            1e-6);
     }
     return cases;
 }

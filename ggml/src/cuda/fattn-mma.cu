@@ -52,13 +52,13 @@ template <int D> static __global__ void __launch_bounds__(128) k_fattn_mma(const
     constexpr int LD = D + 8; // shared row stride in halves: 16-byte aligned rows, ldmatrix without bank conflicts
     constexpr int KT = D / 16, NT = D / 8, CH = D / 8; // k-steps of S, n-tiles of O, 16-byte chunks per row
     extern __shared__ __align__(16) half fm_smem[];
-    half * Ks = fm_smem;             // [2][FM_BN][LD]
-    half * Vs = Ks + 2 * FM_BN * LD; // [2][FM_BN][LD]
+    half * Ks = fm_smem;                       // [2][FM_BN][LD]
+    half * Vs = Ks + 2 * FM_BN * LD;           // [2][FM_BN][LD]
     char * Ms = (char *)(Vs + 2 * FM_BN * LD); // staged mask (p.mask_stage): [2][FM_BM tokens][FM_BN keys] of its type
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
     const int hk = blockIdx.y, n_q = p.n_tokens * p.r, q0 = blockIdx.x * FM_BM;
     const int t_lo = q0 / p.r, t_hi = min(n_q - 1, q0 + FM_BM - 1) / p.r; // the block's tokens
-    const int mes = p.mask_f16 ? 2 : 4;                                      // mask element size
+    const int mes = p.mask_f16 ? 2 : 4;                                   // mask element size
     constexpr float LOG2E = 1.4426950408889634f; // scores are kept in log2 units: exp2 in the softmax
 
     // this thread's two query rows (g, g + 8 of the warp's 16): token t, head h
@@ -158,7 +158,8 @@ template <int D> static __global__ void __launch_bounds__(128) k_fattn_mma(const
         for (int kt = 0; kt < KT; ++kt)
 #pragma unroll
             for (int n2 = 0; n2 < FM_BN / 16; ++n2) {
-                // matrices: keys 16 n2 + (0..7 | 8..15) x d 16 kt + (0..7 | 8..15): b0, b1 of n-tile 2 n2, then 2 n2 + 1
+                // matrices: keys 16 n2 + (0..7 | 8..15) x d 16 kt + (0..7 | 8..15): b0, b1 of n-tile 2 n2, then 2 n2 +
+                // 1
                 uint32_t b[4];
                 fm_ldsm(b, Kb + (n2 * 16 + mi + (mat >> 1) * 8) * LD + kt * 16 + (mat & 1) * 8);
                 fm_mma(s[2 * n2], qa[kt], b[0], b[1]);
@@ -266,47 +267,320 @@ void ggml_cuda_fattn_mma(ggml_cuda_context & ctx, const fattn_mma_params & p0) {
     p.mask_stage = p.mask && p.ms.ne[2] == 1 && p.ms.ne[3] == 1 && p.ms.nb[0] == es && p.ms.nb[1] % 16 == 0 &&
                    (uintptr_t)p.mask % 16 == 0;
     switch (p.D) {
-        case 64: launch<64>(ctx, p); break;
-        case 80: launch<80>(ctx, p); break;
-        case 96: launch<96>(ctx, p); break;
-        case 128: launch<128>(ctx, p); break;
-        default: GGML_ABORT("fattn mma: D %d", p.D);
+        case 64:
+            launch<64>(ctx, p);
+            break;
+        case 80:
+            launch<80>(ctx, p);
+            break;
+        case 96:
+            launch<96>(ctx, p);
+            break;
+        case 128:
+            launch<128>(ctx, p);
+            break;
+        default:
+            GGML_ABORT("fattn mma: D %d", p.D);
     }
 }
 
-// ---- decode on tensor cores: at most 16 query rows per kv head, f16 K/V (fattn.cu's f16 decode path) ------------
+// ---- decode on tensor cores: at most 16 query rows per kv head, f16 or q8_0 K/V (fattn.cu's decode path) -------
 // Block = W warps for one (kv head, KV split). The 16 rows of A are the kv head's queries (token * r + head in the
 // group; rows past n_q are zero and never stored), so every K/V row is read once for the whole GQA group. Warp w
 // takes the tiles of FMD_BN keys tb + (i W + w) FMD_BN of the split and streams them through its own NS-stage ring
 // in shared memory (cp.async; NS - 1 tiles in flight while one is used; no block barrier in the loop). Per tile:
 // S = Q K^T (D / 16 k-steps x 2 n-tiles), the online softmax on the accumulators (log2 units), O += P V (one k-step
-// of 16 keys x D / 8 n-tiles, V by ldmatrix .trans) - about two mma per key, so the kernel waits only on memory.
+// of 16 keys x D / 8 n-tiles, V by ldmatrix .trans). Up to 8 query rows (SW, GQA decode of one token) take the
+// swapped-operand form instead (fmd_sw_loop: the keys are the 16 mma rows, the queries its 8 columns).
+// A q8_0 cache (Q8; K and V both q8_0, D 64 or 128) is staged as its raw rows (D / 32 blocks of 34 bytes, copied in
+// 4- or 8-byte pieces, fmd_cfg::CB): half the bytes of an f16 cache per key. The swapped form dots K in int8 (s8
+// mma per 32-dim block against the query rounded to int8, the block scales applied to the integer sums); the 16-row
+// form widens the tile's K rows to f16 (d x q, rounded once, as fattn_widen's copy) in one f16 buffer before S. Both
+// then widen the V rows into that buffer before O.
+// Measured (H200, Llama-3-8B q8_0 weights, tg64 at depth 16384; docs/perf.md): f16 cache 240-252 t/s (16-row form
+// 233-240), q8_0 cache 240-244 (vec kernel 206-214, K widened 219-224: the widening doubled the instructions).
 // The mask rows of the block's tokens come with the tile (when they are dense and 16-byte aligned). The warps then
 // meet in shared memory (the tiles' space) and the splits are merged by the last block per kv head
 // (fattn_vec_finish).
 #define FMD_BN 16 // keys per warp tile
 #define FMD_MT 4  // mask rows staged with a tile: steps of up to 4 tokens (more read the mask from global memory)
 
-template <int D, int W, int NS> struct fmd_cfg {
+template <int D, int W, int NS, bool Q8> struct fmd_cfg {
     static constexpr int LD = D + 8;
-    static constexpr size_t tile_bytes = sizeof(half) * 2 * FMD_BN * LD; // K and V of one stage
-    static constexpr size_t mask_bytes = FMD_MT * FMD_BN * 4;            // FMD_MT tokens of f32 mask
-    static constexpr size_t smem = W * NS * (tile_bytes + mask_bytes);
+    static constexpr int RB = D / 32 * 34;                                // bytes of a q8_0 row
+    static constexpr int CB = RB % 8 == 0 ? 8 : 4;                        // cp.async piece of a q8_0 row
+    static constexpr size_t f16_bytes = sizeof(half) * 2 * FMD_BN * LD;   // K and V of one f16 tile
+    static constexpr size_t raw_bytes = (2 * FMD_BN * RB + 15) / 16 * 16; // K and V rows of one q8_0 tile
+    static constexpr size_t stage_bytes = Q8 ? raw_bytes : f16_bytes;
+    static constexpr size_t warp_bytes = NS * stage_bytes + (Q8 ? f16_bytes / 2 : 0); // Q8: + one widened K or V
+    static constexpr size_t mask_bytes = FMD_MT * FMD_BN * 4;                         // FMD_MT tokens of f32 mask
+    static constexpr size_t smem = W * (warp_bytes + NS * mask_bytes);
+    static_assert(!Q8 || (D % 64 == 0 && RB % 4 == 0), "fattn mma decode: q8_0 rows of 4-byte pieces");
     static_assert(W * 16 * D * 4 + W * 16 * 2 * 4 <= smem, "fattn mma decode: merge space");
 };
 
-template <int D, int W, int NS> static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params p) {
-    using C = fmd_cfg<D, W, NS>;
+// n bytes (4, 8 or 16) global -> shared, through L1 (.ca: the only form for 4 and 8 bytes)
+template <int N> static __device__ __forceinline__ void fm_cpn(void * dst, const char * src) {
+    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(src), "n"(N));
+}
+
+// Rows of a q8_0 tile widened: raw [FMD_BN][RB] (the K or the V rows) -> f16 [FMD_BN][LD]. A unit is 16 values of
+// one block (a half): its scale, 16 bytes (2-byte aligned: 8 halfword loads), q + 128 put in the low byte of the f16
+// 1024 + (q + 128) by one byte_perm per pair, minus 1152 (exact), times d (rounded once: d x q needs <= 19 bits).
+template <int D, int RB, int LD>
+static __device__ __forceinline__ void fmd_q8_widen(const char * raw, half * dst, int lane) {
+    constexpr int UR = D / 16; // units per row
+    const half2 off = __float2half2_rn(1152.0f);
+#pragma unroll
+    for (int u = lane; u < FMD_BN * UR; u += 32) {
+        const int j = u / UR, b = (u % UR) / 2, hb = u % 2; // row, block, half
+        const char * blk = raw + j * RB + b * 34;
+        const half2 d2 = __half2half2(*(const half *)blk);
+        const unsigned short * qs = (const unsigned short *)(blk + 2 + hb * 16);
+        uint32_t h[8];
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+            const uint32_t x = ((uint32_t)qs[2 * w] | ((uint32_t)qs[2 * w + 1] << 16)) ^ 0x80808080u;
+            h[2 * w] = __byte_perm(x, 0x64646464u, 0x5140);
+            h[2 * w + 1] = __byte_perm(x, 0x64646464u, 0x5342);
+        }
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            const half2 v = __hmul2(__hsub2(*(const half2 *)&h[i], off), d2);
+            h[i] = *(const uint32_t *)&v;
+        }
+        uint4 * o = (uint4 *)(dst + j * LD + b * 32 + hb * 16);
+        o[0] = make_uint4(h[0], h[1], h[2], h[3]);
+        o[1] = make_uint4(h[4], h[5], h[6], h[7]);
+    }
+}
+
+// c = 1.5 2^23 (as int bits) + a (16 x 32, row) b (32 x 8, col), s8 -> s32: the float of c costs one FADD (the
+// bias trick of mmq-t.cuh; |a b| <= 32 x 127 x 127 < 2^22)
+#define FMD_FBIAS 0x4B400000
+#define FMD_FBIAS_F 12582912.0f
+static __device__ __forceinline__ void fm_mma_s8(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                                 uint32_t b0, uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%10, %10, %10, %10};"
+        : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(FMD_FBIAS));
+}
+// 4 bytes of shared memory at p, 4-byte aligned (al) or only 2-byte aligned (two halfwords)
+static __device__ __forceinline__ uint32_t fm_ld4(const char * p, bool al) {
+    if (al) return *(const uint32_t *)p;
+    return __byte_perm(*(const unsigned short *)p, *(const unsigned short *)(p + 2), 0x5410);
+}
+
+// 8x8 b16 matrix transposed across the warp: in, row lane / 4, columns 2 (lane % 4) and + 1; out, the same of the
+// transpose
+static __device__ __forceinline__ uint32_t fm_movt(uint32_t x) {
+    uint32_t r;
+    asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(r) : "r"(x));
+    return r;
+}
+
+// The main loop and the end of k_fattn_mma_dec for at most 8 query rows per kv head (SW: the GQA decode of one
+// token), with the operands swapped: S^T = K Q^T (A = 16 keys of the tile x D from shared memory, B = the queries, 8
+// columns held in registers) and O^T += V^T P^T (A = V^T by ldmatrix .trans, B = P^T: the S^T accumulators packed to
+// f16 and transposed by movmatrix). Half the mma of the 16-row form (whose rows 8-15 carried nothing), D / 16 x 4
+// output registers instead of D / 8 x 4, and 4 scores per thread instead of 8. Thread (g, c) holds keys g, g + 8
+// for queries 2c, 2c + 1; a query's max is shuffled over its 8 lanes (g); its sum l stays per lane until the end.
+template <int D, int W, int NS, bool Q8, typename LT>
+static __device__ __forceinline__ void fmd_sw_loop(const fa_params & p, char * Wsm, half * Ts, const char * Ms,
+                                                   LT & load_tile, int key_w, int kv_lo, int kv1, const int (&t)[2],
+                                                   const int (&last)[2], const char * const (&mrow)[2], bool mask_stage,
+                                                   int hk, int split) {
+    using C = fmd_cfg<D, W, NS, Q8>;
+    constexpr int LD = C::LD, KT = D / 16, BN = FMD_BN;
+    constexpr float LOG2E = 1.4426950408889634f, LN2 = 0.6931471805599453f;
+    extern __shared__ __align__(16) half fm_smem[];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
+    const int n_q = p.n_tokens * p.r, mes = p.mask_f16 ? 2 : 4, step = W * BN;
+    // Q^T fragments (the B operand): query g, dims kt 16 + 2c (+1) and + 8 (+9); zero past n_q; scaled, f16.
+    // Q8: K stays int8 (S^T = K Q^T on m16n8k32 s8 per 32-dim block, d_k d_q applied to each block's integer sums),
+    // the query quantized to int8 per 32 dims as the vec kernels do: qk[b] the B fragments of query g (dims 32b + 4c
+    // .. + 3, 32b + 16 + 4c .. + 3), qd[b] the scales of the accumulator columns (queries 2c, 2c + 1)
+    constexpr int NB = D / 32;
+    uint32_t qb[Q8 ? 1 : KT][2];
+    uint32_t qk[Q8 ? NB : 1][2];
+    float qd[Q8 ? NB : 1][2];
+    {
+        const bool act = g < n_q;
+        const int qq = act ? g : 0;
+        const char * qrow = p.q + (qq / p.r) * p.qs.nb[1] + (hk * p.r + qq % p.r) * p.qs.nb[2];
+        if constexpr (Q8) {
+#pragma unroll
+            for (int b = 0; b < NB; ++b) {
+                float x[8], amax = 0.0f;
+#pragma unroll
+                for (int i = 0; i < 8; ++i) {
+                    const int d = 32 * b + 16 * (i / 4) + 4 * c + i % 4;
+                    x[i] = act ? *(const float *)(qrow + d * p.qs.nb[0]) * (p.scale * LOG2E) : 0.0f;
+                    amax = fmaxf(amax, fabsf(x[i]));
+                }
+                amax = fmaxf(amax, __shfl_xor_sync(0xffffffff, amax, 1)); // the 4 lanes of query g: its 32 dims
+                amax = fmaxf(amax, __shfl_xor_sync(0xffffffff, amax, 2));
+                const float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    uint32_t w = 0;
+#pragma unroll
+                    for (int i = 0; i < 4; ++i)
+                        w |= (uint32_t)(max(-127, min(127, __float2int_rn(x[4 * h + i] * id))) & 0xff) << (8 * i);
+                    qk[b][h] = w;
+                }
+                const float dq = amax / 127.0f;
+                qd[b][0] = __shfl_sync(0xffffffff, dq, 8 * c); // query 2c: lane 4 (2c)
+                qd[b][1] = __shfl_sync(0xffffffff, dq, 8 * c + 4);
+            }
+        } else {
+#pragma unroll
+            for (int kt = 0; kt < KT; ++kt)
+#pragma unroll
+                for (int hi = 0; hi < 2; ++hi) {
+                    const int d = kt * 16 + 2 * c + 8 * hi;
+                    const float x0 = act ? *(const float *)(qrow + d * p.qs.nb[0]) * (p.scale * LOG2E) : 0.0f;
+                    const float x1 = act ? *(const float *)(qrow + (d + 1) * p.qs.nb[0]) * (p.scale * LOG2E) : 0.0f;
+                    qb[kt][hi] = fm_pack(x0, x1);
+                }
+        }
+    }
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+    float o[KT][4]; // O^T: dims dt 16 + g (+ 8) x queries 2c, 2c + 1
+#pragma unroll
+    for (int dt = 0; dt < KT; ++dt)
+        o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
+    const int ka = (lane % 8) + ((lane / 8) & 1) * 8, kc = (lane / 16) * 8; // K (A, no .trans): row, column
+    const int va = (lane % 8) + (lane / 16) * 8, vc = ((lane / 8) & 1) * 8; // V (A = V^T, .trans): key, dim
+
+    for (int it = 0; key_w + it * step < kv1; ++it) {
+        load_tile(key_w + (it + NS - 1) * step, (it + NS - 1) % NS);
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(NS - 1));
+        __syncwarp();
+        const int st = it % NS, key0 = key_w + it * step;
+        const half * Kb = (const half *)(Wsm + st * C::stage_bytes);
+        float s[4] = {0.0f, 0.0f, 0.0f, 0.0f}; // keys g, g + 8 of the tile x queries 2c, 2c + 1
+        if constexpr (Q8) {
+            // A fragments from the raw rows: key g (and g + 8), quants 4c .. + 3 (and 16 + 4c ..) of block b, at
+            // byte 34 b + 2 + 4c of the row: 4-byte aligned for odd b only (rows are RB = 34 D / 32 bytes apart)
+            const char * r0 = Wsm + st * C::stage_bytes + g * C::RB;
+            const char * r1 = r0 + 8 * C::RB;
+#pragma unroll
+            for (int b = 0; b < NB; ++b) {
+                const bool al = b % 2 == 1;
+                const char *q0 = r0 + 34 * b + 2 + 4 * c, *q1 = r1 + 34 * b + 2 + 4 * c;
+                int ci[4];
+                fm_mma_s8(ci, fm_ld4(q0, al), fm_ld4(q1, al), fm_ld4(q0 + 16, al), fm_ld4(q1 + 16, al), qk[b][0],
+                          qk[b][1]);
+                const float d0 = __half2float(*(const half *)(r0 + 34 * b));
+                const float d1 = __half2float(*(const half *)(r1 + 34 * b));
+                s[0] += d0 * qd[b][0] * (__int_as_float(ci[0]) - FMD_FBIAS_F);
+                s[1] += d0 * qd[b][1] * (__int_as_float(ci[1]) - FMD_FBIAS_F);
+                s[2] += d1 * qd[b][0] * (__int_as_float(ci[2]) - FMD_FBIAS_F);
+                s[3] += d1 * qd[b][1] * (__int_as_float(ci[3]) - FMD_FBIAS_F);
+            }
+        } else {
+#pragma unroll
+            for (int kt = 0; kt < KT; ++kt) {
+                uint32_t a[4];
+                fm_ldsm(a, Kb + ka * LD + kt * 16 + kc);
+                fm_mma(s, a, qb[kt][0], qb[kt][1]);
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < 2; ++i) { // query 2c + i: scores s[i] (key g), s[2 + i] (key g + 8)
+            float mx = -INFINITY;
+#pragma unroll
+            for (int e = i; e < 4; e += 2) {
+                const int key = key0 + g + 8 * (e / 2);
+                float & sv = s[e];
+                if (key < kv_lo || key >= kv1 || key > last[i]) {
+                    sv = -INFINITY;
+                } else if (mask_stage) {
+                    const char * mp = Ms + ((st * FMD_MT + t[i]) * BN + key - key0) * mes;
+                    sv += LOG2E * (p.mask_f16 ? __half2float(*(const half *)mp) : *(const float *)mp);
+                } else if (mrow[i]) {
+                    sv += LOG2E * (p.mask_f16 ? __half2float(*(const half *)(mrow[i] + key * p.ms.nb[0]))
+                                              : *(const float *)(mrow[i] + key * p.ms.nb[0]));
+                }
+                mx = fmaxf(mx, sv);
+            }
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 4));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 8));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 16));
+            const float m_new = fmaxf(m[i], mx);
+            const float m_use = m_new == -INFINITY ? 0.0f : m_new; // a query with nothing visible yet stays at 0
+            const float alpha = exp2f(m[i] - m_use);
+            s[i] = exp2f(s[i] - m_use);
+            s[2 + i] = exp2f(s[2 + i] - m_use);
+            l[i] = l[i] * alpha + s[i] + s[2 + i];
+            m[i] = m_new;
+            if (alpha != 1.0f) {
+#pragma unroll
+                for (int dt = 0; dt < KT; ++dt) {
+                    o[dt][i] *= alpha;
+                    o[dt][2 + i] *= alpha;
+                }
+            }
+        }
+        const half * Vb = Kb + BN * LD;
+        if constexpr (Q8) { // the V rows widened (the last tile's PV reads of Ts ended at the loop's __syncwarp)
+            fmd_q8_widen<D, C::RB, LD>(Wsm + st * C::stage_bytes + BN * C::RB, Ts, lane);
+            __syncwarp();
+            Vb = Ts;
+        }
+        // P^T (keys x queries) as the B operand: b0 keys 2c, 2c + 1 x query g (the transpose of keys 0-7's scores),
+        // b1 the same for keys 8-15
+        const uint32_t b0 = fm_movt(fm_pack(s[0], s[1])), b1 = fm_movt(fm_pack(s[2], s[3]));
+#pragma unroll
+        for (int dt = 0; dt < KT; ++dt) {
+            uint32_t a[4];
+            fm_ldsm_t(a, Vb + va * LD + dt * 16 + vc);
+            fm_mma(o[dt], a, b0, b1);
+        }
+        __syncwarp(); // the next iteration's load overwrites the stage NS - 1 tiles ahead: this one (Q8: and Ts)
+    }
+    asm volatile("cp.async.wait_group 0;\n");
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        l[i] += __shfl_xor_sync(0xffffffff, l[i], 4);
+        l[i] += __shfl_xor_sync(0xffffffff, l[i], 8);
+        l[i] += __shfl_xor_sync(0xffffffff, l[i], 16);
+    }
+    __syncthreads(); // the tiles' space becomes the warps' merge space
+    auto & s_acc = *reinterpret_cast<float(*)[W][8][D]>(fm_smem);
+    auto & s_ml = *reinterpret_cast<float(*)[W][8][2]>((char *)fm_smem + sizeof(float) * W * 8 * D);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+        const int j = 2 * c + i;
+#pragma unroll
+        for (int dt = 0; dt < KT; ++dt) {
+            s_acc[warp][j][dt * 16 + g] = o[dt][i];
+            s_acc[warp][j][dt * 16 + g + 8] = o[dt][2 + i];
+        }
+        if (g == 0) {
+            s_ml[warp][j][0] = m[i] == -INFINITY ? -INFINITY : m[i] * LN2; // natural-log units for the merge
+            s_ml[warp][j][1] = l[i];
+        }
+    }
+    fattn_vec_finish<W, 8, D>(p, s_acc, s_ml, hk, split, n_q);
+}
+
+template <int D, int W, int NS, bool Q8, bool SW>
+static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params p) {
+    using C = fmd_cfg<D, W, NS, Q8>;
     constexpr int LD = C::LD, KT = D / 16, NT = D / 8, CH = D / 8, BN = FMD_BN;
     constexpr float LOG2E = 1.4426950408889634f, LN2 = 0.6931471805599453f;
     extern __shared__ __align__(16) half fm_smem[];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
-    half * Ks = (half *)((char *)fm_smem + warp * NS * C::tile_bytes);                // [NS][BN][LD]
-    half * Vs = Ks + NS * BN * LD;                                                    // [NS][BN][LD]
-    char * Ms = (char *)fm_smem + W * NS * C::tile_bytes + warp * NS * C::mask_bytes; // [NS][FMD_MT][BN]
+    char * Wsm = (char *)fm_smem + warp * C::warp_bytes; // f16: [NS][2][BN][LD] halves; Q8: [NS][2][BN][RB] bytes
+    half * Ts = (half *)(Wsm + NS * C::stage_bytes);     // Q8: the widened tile [2][BN][LD]
+    char * Ms = (char *)fm_smem + W * C::warp_bytes + warp * NS * C::mask_bytes; // [NS][FMD_MT][BN]
     pdl_start();
     const int hk = blockIdx.y, split = blockIdx.z;
-    const int n_q = p.n_tokens * p.r; // <= 16
+    const int n_q = p.n_tokens * p.r; // <= 16 (SW: <= 8)
     const int mes = p.mask_f16 ? 2 : 4;
     const int es = p.mask_f16 ? 2 : 4;
     const bool mask_stage = p.mask && p.n_tokens <= FMD_MT && p.ms.ne[2] == 1 && p.ms.ne[3] == 1 && p.ms.nb[0] == es &&
@@ -315,8 +589,8 @@ template <int D, int W, int NS> static __global__ void __launch_bounds__(W * 32)
     int t[2], h[2], last[2];
     const char * mrow[2];
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-        const int qi = g + 8 * i;
+    for (int i = 0; i < 2; ++i) { // this thread's queries: rows g, g + 8 of A; SW: columns 2c, 2c + 1 of B
+        const int qi = SW ? 2 * c + i : g + 8 * i;
         const int qq = qi < n_q ? qi : n_q - 1;
         t[i] = qq / p.r;
         h[i] = hk * p.r + qq % p.r;
@@ -332,14 +606,27 @@ template <int D, int W, int NS> static __global__ void __launch_bounds__(W * 32)
     const int64_t ks = p.ks.nb[1], vs = p.vs.nb[1];
     auto load_tile = [&](int key0, int st) { // keys past kv1 repeat row kv1 - 1 (finite; their weight is 0)
         if (key0 < kv1) {
-            half * kd = Ks + st * BN * LD;
-            half * vd = Vs + st * BN * LD;
+            if constexpr (Q8) {
+                constexpr int RB = C::RB, CB = C::CB, PR = RB / CB; // pieces per row
+                char * kd = Wsm + st * C::stage_bytes;
+                char * vd = kd + BN * RB;
 #pragma unroll
-            for (int e = lane; e < BN * CH; e += 32) {
-                const int j = e / CH, ch = e % CH;
-                const int64_t key = min(key0 + j, kv1 - 1);
-                fm_cp16(kd + j * LD + ch * 8, kb + key * ks + ch * 16);
-                fm_cp16(vd + j * LD + ch * 8, vb + key * vs + ch * 16);
+                for (int e = lane; e < BN * PR; e += 32) {
+                    const int j = e / PR, pc = e % PR;
+                    const int64_t key = min(key0 + j, kv1 - 1);
+                    fm_cpn<CB>(kd + j * RB + pc * CB, kb + key * ks + pc * CB);
+                    fm_cpn<CB>(vd + j * RB + pc * CB, vb + key * vs + pc * CB);
+                }
+            } else {
+                half * kd = (half *)(Wsm + st * C::stage_bytes);
+                half * vd = kd + BN * LD;
+#pragma unroll
+                for (int e = lane; e < BN * CH; e += 32) {
+                    const int j = e / CH, ch = e % CH;
+                    const int64_t key = min(key0 + j, kv1 - 1);
+                    fm_cp16(kd + j * LD + ch * 8, kb + key * ks + ch * 16);
+                    fm_cp16(vd + j * LD + ch * 8, vb + key * vs + ch * 16);
+                }
             }
             if (mask_stage) {
                 const int mch = BN * mes / 16; // 16-byte chunks per token
@@ -355,17 +642,21 @@ template <int D, int W, int NS> static __global__ void __launch_bounds__(W * 32)
         asm volatile("cp.async.commit_group;\n"); // an empty group past kv1 keeps the count
     };
 
-    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-    float o[NT][4];
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt)
-        o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0.0f;
-
     const int mat = lane / 8, mi = lane % 8; // ldmatrix: this lane's row address is row mi of matrix mat
     const int step = W * BN, key_w = tb + warp * BN;
 #pragma unroll
     for (int s = 0; s < NS - 1; ++s)
         load_tile(key_w + s * step, s);
+    if constexpr (SW) {
+        fmd_sw_loop<D, W, NS, Q8>(p, Wsm, Ts, Ms, load_tile, key_w, kv_lo, kv1, t, last, mrow, mask_stage, hk, split);
+        return;
+    }
+
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+    float o[NT][4];
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+        o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0.0f;
     // the query (written by the kernel before) while the first tiles are in flight
     uint32_t qa[KT][4]; // Q fragments (rows past n_q zero), scaled, f16
 #pragma unroll
@@ -388,8 +679,12 @@ template <int D, int W, int NS> static __global__ void __launch_bounds__(W * 32)
         asm volatile("cp.async.wait_group %0;\n" ::"n"(NS - 1));
         __syncwarp();
         const int st = it % NS, key0 = key_w + it * step;
-        const half * Kb = Ks + st * BN * LD;
-        const half * Vb = Vs + st * BN * LD;
+        const half * Kb = (const half *)(Wsm + st * C::stage_bytes);
+        if constexpr (Q8) {
+            fmd_q8_widen<D, C::RB, LD>(Wsm + st * C::stage_bytes, Ts, lane);
+            __syncwarp();
+            Kb = Ts;
+        }
 
         float s[2][4] = {};
 #pragma unroll
@@ -445,6 +740,13 @@ template <int D, int W, int NS> static __global__ void __launch_bounds__(W * 32)
                 }
             }
         }
+        const half * Vb = Kb + BN * LD;
+        if constexpr (Q8) { // the V rows into the buffer K left (every lane past its K reads)
+            __syncwarp();
+            fmd_q8_widen<D, C::RB, LD>(Wsm + st * C::stage_bytes + BN * C::RB, Ts, lane);
+            __syncwarp();
+            Vb = Ts;
+        }
         const uint32_t pa[4] = {fm_pack(s[0][0], s[0][1]), fm_pack(s[0][2], s[0][3]), fm_pack(s[1][0], s[1][1]),
                                 fm_pack(s[1][2], s[1][3])};
 #pragma unroll
@@ -454,7 +756,7 @@ template <int D, int W, int NS> static __global__ void __launch_bounds__(W * 32)
             fm_mma(o[2 * n2], pa, b[0], b[1]);
             fm_mma(o[2 * n2 + 1], pa, b[2], b[3]);
         }
-        __syncwarp(); // the next iteration's load overwrites the stage NS - 1 tiles ahead: this one
+        __syncwarp(); // the next iteration's load overwrites the stage NS - 1 tiles ahead: this one (Q8: and Ts)
     }
     asm volatile("cp.async.wait_group 0;\n");
     __syncthreads(); // the tiles' space becomes the warps' merge space
@@ -479,50 +781,88 @@ template <int D, int W, int NS> static __global__ void __launch_bounds__(W * 32)
 
 bool ggml_cuda_fattn_mma_dec_ok(const fa_params & p, const ggml_tensor * k, const ggml_tensor * v,
                                 const ggml_tensor * dst) {
-    return p.n_tokens * p.r <= 16 && p.n_tokens <= 16 && ggml_cuda_fattn_mma_ok(p.D, k, v, dst);
+    if (!(p.n_tokens * p.r <= 16 && p.n_tokens <= 16)) return false;
+    if (k->type == GGML_TYPE_Q8_0 && v->type == GGML_TYPE_Q8_0) { // rows in place: 4-byte pieces (8 at D 128)
+        const size_t cb = (p.D / 32 * 34) % 8 == 0 ? 8 : 4;
+        auto al = [&](const ggml_tensor * t) {
+            return t->ne[0] == p.D && t->nb[0] == 34 && t->nb[1] % cb == 0 && t->nb[2] % cb == 0 &&
+                   (uintptr_t)t->data % cb == 0;
+        };
+        return (p.D == 64 || p.D == 128) && al(k) && al(v) && k->ne[1] > 0 && dst->type == GGML_TYPE_F32 &&
+               ggml_is_contiguous(dst);
+    }
+    return ggml_cuda_fattn_mma_ok(p.D, k, v, dst);
 }
 
-template <int D, int W, int NS> static fattn_vec_fn fmd_get(int & w, int & s, size_t & smem) {
+template <int D, int W, int NS, bool Q8, bool SW> static fattn_vec_fn fmd_get(int & w, int & s, size_t & smem) {
     w = W;
     s = FMD_BN;
-    smem = fmd_cfg<D, W, NS>::smem;
-    return k_fattn_mma_dec<D, W, NS>;
+    smem = fmd_cfg<D, W, NS, Q8>::smem;
+    return k_fattn_mma_dec<D, W, NS, Q8, SW>;
 }
-template <int D> static fattn_vec_fn fmd_pick_cfg(int cfg, int & W, int & S, size_t & smem) {
+// The swapped form (SW) has the default and configurations 1, 3, 5 and 7 (others give its default). A configuration
+// whose shared memory exceeds the device's (f16 8 x 4) falls back to the default (ggml_cuda_fattn_mma_dec).
+template <int D, bool Q8, bool SW> static fattn_vec_fn fmd_pick_cfg(int cfg, int & W, int & S, size_t & smem) {
     switch (cfg) {
-        case 2:
-            return fmd_get<D, 2, 4>(W, S, smem);
         case 1:
-            return fmd_get<D, 4, 3>(W, S, smem);
-        case 3:
-            return fmd_get<D, 4, 2>(W, S, smem);
+            return fmd_get<D, 4, 3, Q8, SW>(W, S, smem);
         case 5:
-            return fmd_get<D, 8, 3>(W, S, smem);
-        case 6:
-            return fmd_get<D, 12, 2>(W, S, smem);
+            return fmd_get<D, 8, 3, Q8, SW>(W, S, smem);
+        case 7:
+            return fmd_get<D, 8, 4, Q8, SW>(W, S, smem);
+        case 3:
+            return fmd_get<D, 4, 2, Q8, SW>(W, S, smem);
         default:
-            return fmd_get<D, 8, 2>(W, S, smem);
+            break;
     }
+    if constexpr (!SW) {
+        switch (cfg) {
+            case 2:
+                return fmd_get<D, 2, 4, Q8, SW>(W, S, smem);
+            case 6:
+                return fmd_get<D, 12, 2, Q8, SW>(W, S, smem);
+            default:
+                break;
+        }
+    }
+    // q8_0: 3 stages (H200, Llama-3-8B tg64 at depth 16384: 222 t/s against 208-215 with 2 stages at 2 blocks per SM)
+    return Q8 ? fmd_get<D, 8, 3, Q8, SW>(W, S, smem) : fmd_get<D, 8, 2, Q8, SW>(W, S, smem);
+}
+template <int D, bool Q8> static fattn_vec_fn fmd_pick(int n_q, int cfg, int & W, int & S, size_t & smem) {
+    // GGML_CUDA_FATTN_DEC16=1: the 16-row form for every n_q (an A/B of the swapped one)
+    static const bool no_sw = std::getenv("GGML_CUDA_FATTN_DEC16") != nullptr;
+    return n_q <= 8 && !no_sw ? fmd_pick_cfg<D, Q8, true>(cfg, W, S, smem)
+                              : fmd_pick_cfg<D, Q8, false>(cfg, W, S, smem);
 }
 
-fattn_vec_fn ggml_cuda_fattn_mma_dec(int D, int cfg, int device, int & W, int & S, size_t & smem) {
+fattn_vec_fn ggml_cuda_fattn_mma_dec(int D, bool q8, int n_q, int cfg, int device, int & W, int & S, size_t & smem) {
     fattn_vec_fn fn = nullptr;
-    switch (D) {
+    switch (q8 ? -D : D) {
         case 64:
-            fn = fmd_pick_cfg<64>(cfg, W, S, smem);
+            fn = fmd_pick<64, false>(n_q, cfg, W, S, smem);
             break;
         case 80:
-            fn = fmd_pick_cfg<80>(cfg, W, S, smem);
+            fn = fmd_pick<80, false>(n_q, cfg, W, S, smem);
             break;
         case 96:
-            fn = fmd_pick_cfg<96>(cfg, W, S, smem);
+            fn = fmd_pick<96, false>(n_q, cfg, W, S, smem);
             break;
         case 128:
-            fn = fmd_pick_cfg<128>(cfg, W, S, smem);
+            fn = fmd_pick<128, false>(n_q, cfg, W, S, smem);
+            break;
+        case -64:
+            fn = fmd_pick<64, true>(n_q, cfg, W, S, smem);
+            break;
+        case -128:
+            fn = fmd_pick<128, true>(n_q, cfg, W, S, smem);
             break;
         default:
-            GGML_ABORT("fattn mma decode: D %d", D);
+            GGML_ABORT("fattn mma decode: D %d%s", D, q8 ? " (q8_0)" : "");
     }
+    static thread_local std::map<int, int> smem_max; // per device
+    int & mx = smem_max[device];
+    if (mx == 0) CUDA_CHECK(cudaDeviceGetAttribute(&mx, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    if (cfg != 4 && (int)smem > mx) return ggml_cuda_fattn_mma_dec(D, q8, n_q, 4, device, W, S, smem); // too big here
     static thread_local std::map<std::pair<const void *, int>, bool> attr_set; // smem above 48 KiB: once per device
     bool & done = attr_set[{(const void *)fn, device}];
     if (!done) {

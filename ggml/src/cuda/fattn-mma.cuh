@@ -29,11 +29,13 @@ struct fattn_mma_params {
 bool ggml_cuda_fattn_mma_ok(int D, const ggml_tensor * k, const ggml_tensor * v, const ggml_tensor * dst);
 void ggml_cuda_fattn_mma(ggml_cuda_context & ctx, const fattn_mma_params & p);
 
-// Decode on tensor cores (the f16 decode path of fattn.cu): at most 16 query rows per kv head (n_tokens * r), f16
-// K/V as for ggml_cuda_fattn_mma_ok; KV splits merged by the last block per kv head (fattn-common.cuh).
+// Decode on tensor cores (the f16 and q8_0 decode paths of fattn.cu): at most 16 query rows per kv head (n_tokens *
+// r); f16 K/V as for ggml_cuda_fattn_mma_ok, or K and V both q8_0 with D 64 or 128 (rows read in place, 4-byte
+// aligned; 8-byte at D 128); KV splits merged by the last block per kv head (fattn-common.cuh).
 bool ggml_cuda_fattn_mma_dec_ok(const fa_params & p, const ggml_tensor * k, const ggml_tensor * v,
                                 const ggml_tensor * dst);
-// The kernel for head size D (64, 80, 96, 128) and configuration cfg (warps per block x cp.async stages per warp:
-// 1: 4 x 3, 2: 2 x 4, 3: 4 x 2, 5: 8 x 3, 6: 12 x 2, else 8 x 2), its warps per block W, keys per warp step S and
-// dynamic shared memory (the attribute is set).
-fattn_vec_fn ggml_cuda_fattn_mma_dec(int D, int cfg, int device, int & W, int & S, size_t & smem);
+// The kernel for head size D (64, 80, 96, 128; q8: a q8_0 cache, 64 or 128), n_q query rows per kv head (up to 8: the
+// swapped-operand form) and configuration cfg (warps per block x cp.async stages per warp: 1: 4 x 3, 2: 2 x 4, 3: 4 x
+// 2, 5: 8 x 3, 6: 12 x 2, 7: 8 x 4, else 8 x 2 (q8: 8 x 3)), its warps per block W, keys per warp step S and dynamic
+// shared memory (the attribute is set).
+fattn_vec_fn ggml_cuda_fattn_mma_dec(int D, bool q8, int n_q, int cfg, int device, int & W, int & S, size_t & smem);

@@ -348,11 +348,16 @@ template <typename T, int E> static fattn_vec_fn fattn_vec_pick(int n_q, int & W
 }
 template <typename T> static fattn_vec_fn fattn_vec_pick_d(int D, int n_q, int & W, int & KB) {
     switch (D) {
-        case 32: return fattn_vec_pick<T, 1>(n_q, W, KB);
-        case 64: return fattn_vec_pick<T, 2>(n_q, W, KB);
-        case 128: return fattn_vec_pick<T, 4>(n_q, W, KB);
-        case 256: return fattn_vec_pick<T, 8>(n_q, W, KB);
-        default: GGML_ABORT("fattn vec: D %d", D);
+        case 32:
+            return fattn_vec_pick<T, 1>(n_q, W, KB);
+        case 64:
+            return fattn_vec_pick<T, 2>(n_q, W, KB);
+        case 128:
+            return fattn_vec_pick<T, 4>(n_q, W, KB);
+        case 256:
+            return fattn_vec_pick<T, 8>(n_q, W, KB);
+        default:
+            GGML_ABORT("fattn vec: D %d", D);
     }
 }
 
@@ -461,20 +466,20 @@ static void fattn_gemm(ggml_cuda_context & ctx, const fa_params & p, const ggml_
     float * S = (float *)ctx.pool.alloc(sizeof(float) * n_kv * T * H); // [n_kv, T, H]
     half * P = (half *)ctx.pool.alloc(sizeof(half) * n_kv * T * H);    // [n_kv, T, H]
     const float one = 1.0f, zero = 0.0f;
-    CUBLAS_CHECK(cublasGemmStridedBatchedEx(ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n_kv, (int)(T * r), (int)D, &one,
-                                            k->data, CUDA_R_16F, (int)(k->nb[1] / 2), (long long)(k->nb[2] / 2), Qh,
-                                            CUDA_R_16F, (int)D, (long long)(D * T * r), &zero, S, CUDA_R_32F, (int)n_kv,
-                                            (long long)(n_kv * T * r), (int)Hk, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+        ctx.cublas, CUBLAS_OP_T, CUBLAS_OP_N, (int)n_kv, (int)(T * r), (int)D, &one, k->data, CUDA_R_16F,
+        (int)(k->nb[1] / 2), (long long)(k->nb[2] / 2), Qh, CUDA_R_16F, (int)D, (long long)(D * T * r), &zero, S,
+        CUDA_R_32F, (int)n_kv, (long long)(n_kv * T * r), (int)Hk, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     const int64_t sne[4] = {n_kv, T, H, 1};
     const cuda_shape ss = ggml_cuda_contig_shape(GGML_TYPE_F32, sne), ps = ggml_cuda_contig_shape(GGML_TYPE_F16, sne);
     ggml_cuda_soft_max_rows(ctx, (const char *)S, ss, p.mask, mask ? mask->type : GGML_TYPE_F32, p.ms, (char *)P,
                             GGML_TYPE_F16, ps, p.scale, p.causal_n_past);
     for (int64_t i = 0; i < r; ++i) { // heads hk*r + i for all hk
-        CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-            ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)D, (int)T, (int)n_kv, &one, v->data, CUDA_R_16F,
-            (int)(v->nb[1] / 2), (long long)(v->nb[2] / 2), P + i * n_kv * T, CUDA_R_16F, (int)n_kv,
-            (long long)(r * n_kv * T), &zero, (float *)dst->data + i * D, CUDA_R_32F, (int)(D * H), (long long)(r * D),
-            (int)Hk, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        CUBLAS_CHECK(cublasGemmStridedBatchedEx(ctx.cublas, CUBLAS_OP_N, CUBLAS_OP_N, (int)D, (int)T, (int)n_kv, &one,
+                                                v->data, CUDA_R_16F, (int)(v->nb[1] / 2), (long long)(v->nb[2] / 2),
+                                                P + i * n_kv * T, CUDA_R_16F, (int)n_kv, (long long)(r * n_kv * T),
+                                                &zero, (float *)dst->data + i * D, CUDA_R_32F, (int)(D * H),
+                                                (long long)(r * D), (int)Hk, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     }
 }
 
@@ -518,6 +523,30 @@ static void fattn_widen(ggml_cuda_context & ctx, ggml_tensor * t, ggml_type to) 
     t->view_offs = 0;
 }
 
+// GGML_CUDA_FATTN_DEC: 0 turns the tensor-core decode kernel off (the vec kernels instead; an A/B), other values
+// pick its configuration (warps x stages, ggml_cuda_fattn_mma_dec; default 4: 8 x 2, q8_0 8 x 3)
+static int fattn_dec_cfg() {
+    static const int cfg = std::getenv("GGML_CUDA_FATTN_DEC") ? std::atoi(std::getenv("GGML_CUDA_FATTN_DEC")) : 4;
+    return cfg;
+}
+
+// The tensor-core decode kernel (fattn-mma.cu) on f16 or (q8) q8_0 K/V; with q8s it also writes the output
+// quantized where it can (D % 32 == 0: fattn_vec_store quantizes 32 dims of one query per warp). Returns whether it
+// did.
+static bool fattn_mma_dec(ggml_cuda_context & ctx, fa_params & p, bool q8, int8_t * q8s, float * q8d, int * q8sum) {
+    int W = 0, S = 0;
+    size_t smem = 0;
+    const fattn_vec_fn fn = ggml_cuda_fattn_mma_dec(p.D, q8, p.n_tokens * p.r, fattn_dec_cfg(), ctx.device, W, S, smem);
+    const bool wq = q8s && p.D % 32 == 0;
+    if (wq) {
+        p.q8s = q8s;
+        p.q8d = q8d;
+        p.q8sum = q8sum;
+    }
+    fattn_vec_launch(ctx, p, fn, W, S, smem);
+    return wq;
+}
+
 // The float K/V paths (K and V of one type, f32 or f16): k and v are dst's sources or fattn_widen copies of them.
 // q8s/q8d: where the decode kernel also writes the output quantized (nullptr: not wanted); returns whether it did.
 static bool flash_attn_ext_f(ggml_cuda_context & ctx, ggml_tensor * dst, const ggml_tensor * k, const ggml_tensor * v,
@@ -528,8 +557,8 @@ static bool flash_attn_ext_f(ggml_cuda_context & ctx, ggml_tensor * dst, const g
     fa_params p = fa_params_of(dst, q, k, v, mask);
     const int n_head_kv = (int)k->ne[2];
     const int n_q = p.n_tokens * p.r;
-    static const bool no_vec = std::getenv("GGML_CUDA_FATTN_NO_VEC") != nullptr; // A/B against the tile kernel
-    static const bool use_gemm = std::getenv("GGML_CUDA_FATTN_GEMM") != nullptr; // A/B: cuBLAS, not fattn-mma.cu
+    static const bool no_vec = std::getenv("GGML_CUDA_FATTN_NO_VEC") != nullptr;       // A/B against the tile kernel
+    static const bool use_gemm = std::getenv("GGML_CUDA_FATTN_GEMM") != nullptr;       // A/B: cuBLAS, not fattn-mma.cu
     static const bool no_ranges = std::getenv("GGML_CUDA_FATTN_NO_RANGES") != nullptr; // A/B: read every key
     // a KV cache shared by several sequences (ggml_flash_attn_ext_set_seqs): each token's visible key range from the
     // mask (one row for every head), so blocks skip the other sequences' cells; a batch of about one token per
@@ -545,30 +574,17 @@ static bool flash_attn_ext_f(ggml_cuda_context & ctx, ggml_tensor * dst, const g
     }
     p.per_token = 0;
     // decode of up to 16 query rows per kv head on f16 K/V: the tensor-core decode kernel (fattn-mma.cu) unless
-    // GGML_CUDA_FATTN_DEC=0 (the vec kernel below, or the prompt kernel for 9-16 rows; an A/B); other values pick
-    // its configuration (warps x stages, ggml_cuda_fattn_mma_dec; default 4: 8 x 2)
+    // GGML_CUDA_FATTN_DEC=0 (the vec kernel below, or the prompt kernel for 9-16 rows; an A/B)
     // One query row per kv head (MHA decode: Llama 2) fills 1 of the 16 rows of its mma operand: the vec kernel, where
     // it has the head size, is faster there (H200, Llama-2-7B q8_0 tg128 at depth 0 / 512 / 1024 / 2048 / 4096:
     // 352-356 / 342-347 / 334-337 / 315-317 / 285-288 t/s against 336-338 / 326-327 / 314-316 / 295-297 / 272).
-    static const int dec_cfg = std::getenv("GGML_CUDA_FATTN_DEC") ? std::atoi(std::getenv("GGML_CUDA_FATTN_DEC")) : 4;
     const bool one_row = p.n_tokens * p.r == 1 && fattn_vec_ok(p, k, v);
-    if (dec_cfg != 0 && !no_vec && !one_row && ggml_cuda_fattn_mma_dec_ok(p, k, v, dst)) {
-        int W = 0, S = 0;
-        size_t smem = 0;
-        const fattn_vec_fn fn = ggml_cuda_fattn_mma_dec(p.D, dec_cfg, ctx.device, W, S, smem);
-        const bool q8 = q8s && p.D % 32 == 0; // fattn_vec_store quantizes 32 dims of one query per warp
-        if (q8) {
-            p.q8s = q8s;
-            p.q8d = q8d;
-            p.q8sum = q8sum;
-        }
-        fattn_vec_launch(ctx, p, fn, W, S, smem);
-        return q8;
-    }
+    if (fattn_dec_cfg() != 0 && !no_vec && !one_row && ggml_cuda_fattn_mma_dec_ok(p, k, v, dst))
+        return fattn_mma_dec(ctx, p, false, q8s, q8d, q8sum);
     if (n_q > 8 && !no_vec && !use_gemm && ggml_cuda_fattn_mma_ok(p.D, k, v, dst)) {
-        fattn_mma_params mp = {p.q,  p.k,  p.v,      p.mask,   p.dst,        p.qs,    p.ks,
-                               p.vs, p.ms, p.ds,     p.D,      p.n_kv,       p.n_tokens, p.n_head,
-                               p.r,  p.causal_n_past, p.mask_f16, p.scale, 0};
+        fattn_mma_params mp = {p.q,        p.k,     p.v, p.mask, p.dst,      p.qs,     p.ks, p.vs,
+                               p.ms,       p.ds,    p.D, p.n_kv, p.n_tokens, p.n_head, p.r,  p.causal_n_past,
+                               p.mask_f16, p.scale, 0};
         mp.ranges = p.ranges;
         ggml_cuda_fattn_mma(ctx, mp);
         return false;
@@ -626,11 +642,20 @@ static bool flash_attn_ext(ggml_cuda_context & ctx, ggml_tensor * dst, int8_t * 
     const ggml_tensor * k = dst->src[1];
     const ggml_tensor * v = dst->src[2];
     GGML_ASSERT(q->type == GGML_TYPE_F32 && q->ne[0] <= FATTN_MAX_D && q->ne[3] == 1);
-    if (!ggml_cuda_is_kvq(k->type) && !ggml_cuda_is_kvq(v->type)) return flash_attn_ext_f(ctx, dst, k, v, q8s, q8d, q8sum);
+    if (!ggml_cuda_is_kvq(k->type) && !ggml_cuda_is_kvq(v->type))
+        return flash_attn_ext_f(ctx, dst, k, v, q8s, q8d, q8sum);
     // a q8_0 / q4_0 cache: decode reads it in place; prompts (and shapes the decode kernel lacks) read an f16 copy of
     // the K/V views (the tensor-core kernel then runs as for an f16 cache)
     static const bool no_vec = std::getenv("GGML_CUDA_FATTN_NO_VEC") != nullptr;
     fa_params p = fa_params_of(dst, q, k, v, dst->src[3]);
+    // a q8_0 K and V with 2-16 query rows per kv head (GQA decode): the tensor-core decode kernel on the staged raw
+    // rows (up to 8 rows: K as int8 against the query rounded per 32 dims, V widened to f16; 9-16: both widened). One
+    // row per kv head (Llama 2's MHA) keeps the vec kernel, as for f16. H200, Llama-3-8B tg64 at depth 16384:
+    // 240-244 t/s against 206-214 with the vec kernel (GGML_CUDA_FATTN_DEC=0).
+    const bool one_row = p.n_tokens * p.r == 1;
+    if (!no_vec && !one_row && fattn_dec_cfg() != 0 && k->type == GGML_TYPE_Q8_0 && v->type == GGML_TYPE_Q8_0 &&
+        ggml_cuda_fattn_mma_dec_ok(p, k, v, dst))
+        return fattn_mma_dec(ctx, p, true, ggml_is_contiguous(dst) ? q8s : nullptr, q8d, q8sum);
     if (!no_vec && fattn_vecq_ok(p, k, v)) {
         if (q8s && ggml_is_contiguous(dst)) {
             p.q8s = q8s;
