@@ -8,6 +8,7 @@
 // n-tiles 2kk, 2kk+1 of S are k-step kk of P); B = V (keys x D, row-major in shared memory): ldmatrix .trans.
 #include "fattn-mma.cuh"
 #include "fattn-range.cuh"
+#include "mma-s8.cuh"
 
 #include <climits>
 #include <map>
@@ -356,17 +357,6 @@ static __device__ __forceinline__ void fmd_q8_widen(const char * raw, half * dst
     }
 }
 
-// c = 1.5 2^23 (as int bits) + a (16 x 32, row) b (32 x 8, col), s8 -> s32: the float of c costs one FADD (the
-// bias trick of mmq-t.cuh; |a b| <= 32 x 127 x 127 < 2^22)
-#define FMD_FBIAS 0x4B400000
-#define FMD_FBIAS_F 12582912.0f
-static __device__ __forceinline__ void fm_mma_s8(int (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                                 uint32_t b0, uint32_t b1) {
-    asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%10, %10, %10, %10};"
-        : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(FMD_FBIAS));
-}
 // 4 bytes of shared memory at p, 4-byte aligned (al) or only 2-byte aligned (two halfwords)
 static __device__ __forceinline__ uint32_t fm_ld4(const char * p, bool al) {
     if (al) return *(const uint32_t *)p;
@@ -472,14 +462,14 @@ static __device__ __forceinline__ void fmd_sw_loop(const fa_params & p, char * W
                 const bool al = b % 2 == 1;
                 const char *q0 = r0 + 34 * b + 2 + 4 * c, *q1 = r1 + 34 * b + 2 + 4 * c;
                 int ci[4];
-                fm_mma_s8(ci, fm_ld4(q0, al), fm_ld4(q1, al), fm_ld4(q0 + 16, al), fm_ld4(q1 + 16, al), qk[b][0],
-                          qk[b][1]);
+                mmq_mma_k32(ci, fm_ld4(q0, al), fm_ld4(q1, al), fm_ld4(q0 + 16, al), fm_ld4(q1 + 16, al), qk[b][0],
+                            qk[b][1]);
                 const float d0 = __half2float(*(const half *)(r0 + 34 * b));
                 const float d1 = __half2float(*(const half *)(r1 + 34 * b));
-                s[0] += d0 * qd[b][0] * (__int_as_float(ci[0]) - FMD_FBIAS_F);
-                s[1] += d0 * qd[b][1] * (__int_as_float(ci[1]) - FMD_FBIAS_F);
-                s[2] += d1 * qd[b][0] * (__int_as_float(ci[2]) - FMD_FBIAS_F);
-                s[3] += d1 * qd[b][1] * (__int_as_float(ci[3]) - FMD_FBIAS_F);
+                s[0] += d0 * qd[b][0] * (__int_as_float(ci[0]) - MMQ_FBIAS_F);
+                s[1] += d0 * qd[b][1] * (__int_as_float(ci[1]) - MMQ_FBIAS_F);
+                s[2] += d1 * qd[b][0] * (__int_as_float(ci[2]) - MMQ_FBIAS_F);
+                s[3] += d1 * qd[b][1] * (__int_as_float(ci[3]) - MMQ_FBIAS_F);
             }
         } else {
 #pragma unroll

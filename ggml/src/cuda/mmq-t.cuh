@@ -16,6 +16,7 @@
 // Shared rows are MMQ_KS + 16 bytes apart: the 8 row addresses of an ldmatrix fall in different banks.
 // Ragged edges: rows past M load row M-1 (not stored); columns past N and K past the last block are zero.
 #pragma once
+#include "mma-s8.cuh"
 #include "mmq.cuh"
 #include "qtypes.cuh"
 #include "quantize.cuh"
@@ -31,25 +32,6 @@ static __device__ __forceinline__ void mmq_ldsm4(int (&r)[4], const int8_t * p) 
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(a));
-}
-
-// The MMAs start from MMQ_FBIAS instead of 0: the s32 result c is then the bit pattern of the float 1.5 * 2^23 + c
-// (|c| <= 32 * 127 * 128 < 2^22), so (float)c costs one FADD instead of a quarter-rate I2F.
-#define MMQ_FBIAS 0x4B400000
-#define MMQ_FBIAS_F 12582912.0f
-
-// c = MMQ_FBIAS + a (16 x 32, row) b (32 x 8, col), s8 -> s32
-static __device__ __forceinline__ void mmq_mma_k32(int (&c)[4], int a0, int a1, int a2, int a3, int b0, int b1) {
-    asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%10, %10, %10, %10};"
-        : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(MMQ_FBIAS));
-}
-// c = MMQ_FBIAS + a (16 x 16) b (16 x 8), s8 -> s32
-static __device__ __forceinline__ void mmq_mma_k16(int (&c)[4], int a0, int a1, int b0) {
-    asm("mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%7, %7, %7, %7};"
-        : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-        : "r"(a0), "r"(a1), "r"(b0), "r"(MMQ_FBIAS));
 }
 
 // dst [M, N, B2, B3]; weight rows flat (row + (i2/r2)*M + (i3/r3)*M*A2); activation rows bz*N + c.
