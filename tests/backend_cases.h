@@ -274,6 +274,25 @@ inline std::string backend_shape_str(const int64_t * ne) {
 }
 
 // ---- the table ---------------------------------------------------------------------------------
+// The inputs of a FLASH_ATTN_EXT case: q [D, T, n_head], a permuted view of "q" [D, n_head, T] as llama builds it;
+// k / v [D, n_kv, n_head_kv] views of the first n_kv cells of a KV cache, "k_cache" / "v_cache" [D * n_head_kv,
+// n_kv + 17] of types tk / tv
+inline ggml_tensor * fa_case_q(ggml_context * ctx, int64_t D, int64_t n_head, int64_t n_tokens) {
+    ggml_tensor * q0 = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, D, n_head, n_tokens);
+    ggml_set_name(q0, "q");
+    return ggml_permute(ctx, q0, 0, 2, 1, 3);
+}
+inline void fa_case_kv_cache(ggml_context * ctx, int64_t D, int64_t n_head_kv, int64_t n_kv, ggml_type tk, ggml_type tv,
+                             ggml_tensor *& k, ggml_tensor *& v) {
+    const int64_t n_ctx = n_kv + 17;
+    ggml_tensor * kcache = ggml_new_tensor_2d(ctx, tk, D * n_head_kv, n_ctx);
+    ggml_tensor * vcache = ggml_new_tensor_2d(ctx, tv, D * n_head_kv, n_ctx);
+    ggml_set_name(kcache, "k_cache");
+    ggml_set_name(vcache, "v_cache");
+    k = ggml_view_3d(ctx, kcache, D, n_kv, n_head_kv, kcache->nb[1], ggml_row_size(tk, D), 0);
+    v = ggml_view_3d(ctx, vcache, D, n_kv, n_head_kv, vcache->nb[1], ggml_row_size(tv, D), 0);
+}
+
 inline std::vector<backend_case> backend_cases() {
     std::vector<backend_case> cases;
     auto add = [&](const std::string & group, const std::string & name, double nmse,
@@ -574,21 +593,10 @@ inline std::vector<backend_case> backend_cases() {
                         add("flash_attn_ext", nm,
                             tkv == GGML_TYPE_F16 || mask_kind == 2 ? BACKEND_NMSE_F16 : BACKEND_NMSE_F32,
                             [=](ggml_context * ctx) {
-                                // q as llama builds it: [D, n_head, n_tokens] permuted to [D, n_tokens, n_head]
-                                ggml_tensor * q0 = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, fc.D, fc.n_head, fc.n_tokens);
-                                ggml_set_name(q0, "q");
-                                ggml_tensor * q = ggml_permute(ctx, q0, 0, 2, 1, 3);
+                                ggml_tensor * q = fa_case_q(ctx, fc.D, fc.n_head, fc.n_tokens);
                                 ggml_tensor *k, *v;
                                 if (cache_view) {
-                                    // KV cache rows per token: [D * n_head_kv, n_ctx]; view the first n_kv
-                                    const int64_t n_ctx = fc.n_kv + 17;
-                                    ggml_tensor * kc = ggml_new_tensor_2d(ctx, tkv, fc.D * fc.n_head_kv, n_ctx);
-                                    ggml_tensor * vc = ggml_new_tensor_2d(ctx, tkv, fc.D * fc.n_head_kv, n_ctx);
-                                    ggml_set_name(kc, "k_cache");
-                                    ggml_set_name(vc, "v_cache");
-                                    const size_t es = ggml_type_size(tkv);
-                                    k = ggml_view_3d(ctx, kc, fc.D, fc.n_kv, fc.n_head_kv, kc->nb[1], fc.D * es, 0);
-                                    v = ggml_view_3d(ctx, vc, fc.D, fc.n_kv, fc.n_head_kv, vc->nb[1], fc.D * es, 0);
+                                    fa_case_kv_cache(ctx, fc.D, fc.n_head_kv, fc.n_kv, tkv, tkv, k, v);
                                 } else {
                                     k = ggml_new_tensor_3d(ctx, tkv, fc.D, fc.n_kv, fc.n_head_kv);
                                     v = ggml_new_tensor_3d(ctx, tkv, fc.D, fc.n_kv, fc.n_head_kv);
@@ -702,19 +710,9 @@ inline std::vector<backend_case> backend_cases() {
         add(
             "flash_attn_ext", nm, tol,
             [=](ggml_context * ctx) {
-                const int64_t n_head = kc.n_head_kv * kc.ratio;
-                ggml_tensor * q0 = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, kc.D, n_head, kc.n_tokens); // [D, n_head, T]
-                ggml_set_name(q0, "q");
-                ggml_tensor * q = ggml_permute(ctx, q0, 0, 2, 1, 3); // [D, T, n_head]
-                const int64_t n_ctx = kc.n_kv + 17;
-                ggml_tensor * kcache = ggml_new_tensor_2d(ctx, kc.tk, kc.D * kc.n_head_kv, n_ctx);
-                ggml_tensor * vcache = ggml_new_tensor_2d(ctx, kc.tv, kc.D * kc.n_head_kv, n_ctx);
-                ggml_set_name(kcache, "k_cache");
-                ggml_set_name(vcache, "v_cache");
-                ggml_tensor * k = ggml_view_3d(ctx, kcache, kc.D, kc.n_kv, kc.n_head_kv, kcache->nb[1],
-                                               ggml_row_size(kc.tk, kc.D), 0); // [D, n_kv, n_head_kv]
-                ggml_tensor * v = ggml_view_3d(ctx, vcache, kc.D, kc.n_kv, kc.n_head_kv, vcache->nb[1],
-                                               ggml_row_size(kc.tv, kc.D), 0);
+                ggml_tensor * q = fa_case_q(ctx, kc.D, kc.n_head_kv * kc.ratio, kc.n_tokens);
+                ggml_tensor *k, *v;
+                fa_case_kv_cache(ctx, kc.D, kc.n_head_kv, kc.n_kv, kc.tk, kc.tv, k, v);
                 ggml_tensor * m = nullptr;
                 if (kc.mask) {
                     m = ggml_new_tensor_2d(ctx, kc.mask == 2 ? GGML_TYPE_F16 : GGML_TYPE_F32, kc.n_kv, kc.n_tokens);
@@ -753,19 +751,9 @@ inline std::vector<backend_case> backend_cases() {
         add(
             "flash_attn_ext", nm, kq ? 2e-5 : 1e-10,
             [=](ggml_context * ctx) {
-                const int64_t n_head = sc.n_head_kv * sc.ratio;
-                ggml_tensor * q0 = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, sc.D, n_head, sc.n_tokens); // [D, n_head, T]
-                ggml_set_name(q0, "q");
-                ggml_tensor * q = ggml_permute(ctx, q0, 0, 2, 1, 3); // [D, T, n_head]
-                const int64_t n_ctx = sc.n_kv + 17;
-                ggml_tensor * kcache = ggml_new_tensor_2d(ctx, sc.tkv, sc.D * sc.n_head_kv, n_ctx);
-                ggml_tensor * vcache = ggml_new_tensor_2d(ctx, sc.tkv, sc.D * sc.n_head_kv, n_ctx);
-                ggml_set_name(kcache, "k_cache");
-                ggml_set_name(vcache, "v_cache");
-                ggml_tensor * k = ggml_view_3d(ctx, kcache, sc.D, sc.n_kv, sc.n_head_kv, kcache->nb[1],
-                                               ggml_row_size(sc.tkv, sc.D), 0); // [D, n_kv, n_head_kv]
-                ggml_tensor * v = ggml_view_3d(ctx, vcache, sc.D, sc.n_kv, sc.n_head_kv, vcache->nb[1],
-                                               ggml_row_size(sc.tkv, sc.D), 0);
+                ggml_tensor * q = fa_case_q(ctx, sc.D, sc.n_head_kv * sc.ratio, sc.n_tokens);
+                ggml_tensor *k, *v;
+                fa_case_kv_cache(ctx, sc.D, sc.n_head_kv, sc.n_kv, sc.tkv, sc.tkv, k, v);
                 ggml_tensor * m = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, sc.n_kv, sc.n_tokens);
                 ggml_set_name(m, "seqmask");
                 ggml_tensor * fa = ggml_flash_attn_ext(ctx, q, k, v, m, 1.0f / std::sqrt((float)sc.D), -1);

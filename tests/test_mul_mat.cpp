@@ -453,21 +453,12 @@ TEST_CASE(
             for (int64_t M : {int64_t(160), int64_t(203), int64_t(236)})
                 for (int nth = 1; nth <= 3; ++nth) {
                     const int64_t N = nth == 2 ? 5 : 1;
-                    ggml_context * ctx = new_ctx();
-                    ggml_tensor * a = ggml_new_tensor_2d(ctx, t, K, M);
-                    ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, N);
-                    fill(a, rng);
-                    fill(b, rng);
-                    ggml_tensor * out = ggml_mul_mat(ctx, a, b);
-                    poison(out);
-                    compute(ctx, out, nth);
                     INFO("ta = " << ggml_type_name(t));
                     CAPTURE(K);
                     CAPTURE(M);
                     CAPTURE(N);
                     CAPTURE(nth);
-                    CHECK(check_mul_mat(out, a, b, act_ref_for(t), 1e-5) == 0);
-                    ggml_free(ctx);
+                    CHECK(dense_mul_mat_errors(t, K, M, N, nth, rng, act_ref_for(t)) == 0);
                 }
     }
 }
