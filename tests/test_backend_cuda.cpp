@@ -1066,10 +1066,11 @@ layer_result run_layer(ggml_backend_t backend, const layer_fn & build, uint64_t 
 
 struct fusion_counts {
     int mmv = 0, glu = 0, nq8 = 0;
+    int mmv_norm = 0; // mat-vec + residual add + norm (code 12 in ggml-cuda.cu)
 };
 fusion_counts fusion_stats(ggml_backend_t cuda) {
     fusion_counts c;
-    ggml_backend_cuda_get_fusion_stats(cuda, &c.mmv, &c.glu, &c.nq8);
+    ggml_backend_cuda_get_fusion_stats(cuda, &c.mmv, &c.glu, &c.nq8, nullptr, nullptr, nullptr, &c.mmv_norm);
     return c;
 }
 
@@ -1082,11 +1083,11 @@ fusion_counts compare_layer(backends & be, const std::string & name, const layer
     const fusion_counts c1 = fusion_stats(be.cuda);
     const double e = got.ok && want.ok ? backend_case_nmse(got.values, want.values) : INFINITY;
     INFO(name, " nmse ", e, " (max ", max_nmse, "); fused groups: mat-vec ", c1.mmv - c0.mmv, ", gate/up+swiglu ",
-         c1.glu - c0.glu, ", norm+q8 ", c1.nq8 - c0.nq8);
+         c1.glu - c0.glu, ", norm+q8 ", c1.nq8 - c0.nq8, ", mat-vec+add+norm ", c1.mmv_norm - c0.mmv_norm);
     CHECK(want.ok);
     CHECK(got.ok);
     CHECK(e <= max_nmse);
-    return {c1.mmv - c0.mmv, c1.glu - c0.glu, c1.nq8 - c0.nq8};
+    return {c1.mmv - c0.mmv, c1.glu - c0.glu, c1.nq8 - c0.nq8, c1.mmv_norm - c0.mmv_norm};
 }
 
 // a CUDA backend with every fusion off (GGML_CUDA_NO_FUSION is read at init)
@@ -1368,6 +1369,76 @@ TEST_CASE("fused norm + q8s quantization: bit-identical to quantize_q8s, only fo
         },
         2e-4);
     CHECK(c.nq8 == 0);
+}
+
+TEST_CASE("mat-vec epilogue: residual add, and the rms_norm after it deferred to the mat-vecs reading it") {
+    // A decode layer from the attention output on (code 12 in ggml-cuda.cu): wo and ffn_down write the residual sum
+    // and the q8s of sum * norm weight without the norm's scale, which the gate/up (q/k/v group, output) mat-vecs
+    // apply. Against the CPU, with the allocator's memory reuse (in-place ADDs) and without.
+    backends be;
+    struct tc {
+        ggml_type wt, wdown;
+        int64_t E, F, V;
+    };
+    for (tc c : {tc{GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, 4096, 11008, 333}, tc{GGML_TYPE_Q4_0, GGML_TYPE_Q4_0, 4096, 11008, 333},
+                 tc{GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, 2048, 5632, 1000}, tc{GGML_TYPE_Q5_1, GGML_TYPE_Q5_1, 96, 160, 37},
+                 tc{GGML_TYPE_Q6_K, GGML_TYPE_Q4_K, 256, 768, 64}, tc{GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, 64, 32, 5}}) {
+        for (bool galloc : {false, true}) {
+            const layer_fn build = [=](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
+                ggml_tensor * attn = leaf(cg, GGML_TYPE_F32, c.E, 1, 1, "attn");
+                ggml_tensor * h = ggml_add(cg, ggml_mul_mat(cg, leaf(cw, c.wt, c.E, c.E, 1, "wo"), attn),
+                                           leaf(cg, GGML_TYPE_F32, c.E, 1, 1, "inp"));
+                ggml_tensor * n1 = ggml_mul(cg, ggml_rms_norm(cg, h, 1e-5f), leaf(cw, GGML_TYPE_F32, c.E, 1, 1, "nw1"));
+                ggml_tensor * g = ggml_mul_mat(cg, leaf(cw, c.wt, c.E, c.F, 1, "wg"), n1);
+                ggml_tensor * u = ggml_mul_mat(cg, leaf(cw, c.wt, c.E, c.F, 1, "wu"), n1);
+                ggml_tensor * d = ggml_mul_mat(cg, leaf(cw, c.wdown, c.F, c.E, 1, "wd"), ggml_swiglu_split(cg, g, u));
+                ggml_tensor * h2 = ggml_add(cg, d, h); // [E]: the next layer's input
+                ggml_tensor * n2 = ggml_mul(cg, ggml_rms_norm(cg, h2, 1e-6f), leaf(cw, GGML_TYPE_F32, c.E, 1, 1, "nw2"));
+                return std::vector<ggml_tensor *>{h2,
+                                                  ggml_mul_mat(cg, leaf(cw, c.wt, c.E, c.E, 1, "wq"), n2),
+                                                  ggml_mul_mat(cg, leaf(cw, c.wt, c.E, c.E / 4, 1, "wk"), n2),
+                                                  ggml_mul_mat(cg, leaf(cw, c.wt, c.E, c.E / 4, 1, "wv"), n2),
+                                                  ggml_mul_mat(cg, leaf(cw, c.wdown, c.E, c.V, 1, "wout"), n2)};
+            };
+            const std::string name = std::string(ggml_type_name(c.wt)) + "/" + ggml_type_name(c.wdown) + " E" +
+                                     std::to_string(c.E) + " F" + std::to_string(c.F) + (galloc ? " galloc" : "");
+            // two mat-vecs rounding (wo, ffn_down) feed the last four
+            const fusion_counts n = compare_layer(be, name, build, 2 * std::max(wtol(c.wt), wtol(c.wdown)), galloc);
+            INFO(name);
+            CHECK(n.mmv_norm > 0); // wo and ffn_down
+            CHECK(n.glu > 0);
+            CHECK(n.nq8 == 0); // no norm kernel left
+        }
+    }
+    // what must stay as it was: a norm result read by an f16 mat-vec too, or a graph output; the mat-vec result read
+    // by another node
+    const int64_t E = 256;
+    struct nc {
+        const char * what;
+        int reader; // 0: f16 mat-vec of the norm, 1: the norm an output, 2: wo's result an output, 3: none (fused)
+    };
+    for (nc c : {nc{"norm read by an f16 mat-vec", 0}, nc{"norm an output", 1}, nc{"wo an output", 2},
+                 nc{"fused", 3}}) {
+        const layer_fn build = [=](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
+            ggml_tensor * wo = ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q4_K, E, E, 1, "wo"), leaf(cg, GGML_TYPE_F32, E, 1, 1, "a"));
+            ggml_tensor * h = ggml_add(cg, wo, leaf(cg, GGML_TYPE_F32, E, 1, 1, "inp"));
+            ggml_tensor * n1 = ggml_mul(cg, ggml_rms_norm(cg, h, 1e-5f), leaf(cw, GGML_TYPE_F32, E, 1, 1, "nw1"));
+            ggml_tensor * g = ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q4_K, E, 512, 1, "wg"), n1);
+            ggml_tensor * u = ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q4_K, E, 512, 1, "wu"), n1);
+            ggml_tensor * sw = ggml_swiglu_split(cg, g, u);
+            std::vector<ggml_tensor *> outs = {ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q4_K, 512, E, 1, "wd"), sw)};
+            if (c.reader == 0) outs.push_back(ggml_mul_mat(cg, leaf(cw, GGML_TYPE_F16, E, 64, 1, "wf"), n1));
+            if (c.reader == 1) outs.push_back(n1);
+            if (c.reader == 2) outs.push_back(wo);
+            return outs;
+        };
+        const fusion_counts n = compare_layer(be, c.what, build, 1e-3);
+        INFO(c.what);
+        CHECK(n.glu > 0);
+        CHECK((n.mmv_norm > 0) == (c.reader == 3));
+        // the add+norm kernel still quantizes for gate/up unless an f16 mat-vec reads the norm too, or wo does it
+        CHECK((n.nq8 > 0) == (c.reader == 1 || c.reader == 2));
+    }
 }
 
 TEST_CASE("rope fused with the KV-cache SET_ROWS (the rotated rows land in their cells, the rest untouched)") {

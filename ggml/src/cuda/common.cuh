@@ -30,7 +30,10 @@
 #define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
 
 #define WARP_SIZE 32
-#define GGML_CUDA_N_COUNTERS 1024
+// ctx.counters: [0, GGML_CUDA_N_COUNTERS_EPI) for the decode attention (one per kv head), then
+// GGML_CUDA_N_COUNTERS_EPI for the mat-vec epilogue (one per 32 rows: mmvq.cuh, ggml_cuda_qt_epi)
+#define GGML_CUDA_N_COUNTERS_EPI 1024
+#define GGML_CUDA_N_COUNTERS (2 * GGML_CUDA_N_COUNTERS_EPI)
 
 // Scratch memory for one graph_compute: a bump allocator over one device block. Addresses are
 // stable between calls with the same sequence of requests (CUDA graphs rely on that). When a
@@ -93,6 +96,10 @@ struct ggml_cuda_qcache {
     size_t bytes = 0;
     int64_t ne[4] = {0}, nb[4] = {0};
     void * buf = nullptr; // nullptr: empty
+    // q8s only: non-null when buf holds x * w of an RMS_NORM(x) * w without the norm's scale (written by the
+    // mat-vec before it, fusion code 12): nsq [K/32] partial sums of x^2, and the norm's eps (mmvq.cuh)
+    const float * nsq = nullptr;
+    float eps = 0.0f;
 };
 
 struct ggml_cuda_context {
@@ -108,9 +115,10 @@ struct ggml_cuda_context {
     int n_sm = 0;
     bool use_graphs = true;
     bool use_fusion = true;
-    bool use_pdl = false; // programmatic dependent launch (sm_90+, not GGML_CUDA_NO_PDL): see ggml_cuda_launch
-    bool mmvq_v1 = false; // GGML_CUDA_MMVQ_V1=1: the first mmvq kernel (for comparisons)
-    int mmvq_u = 2;       // GGML_CUDA_MMVQ=5: v5 kernel for N = 1; =2/4/8: v6 with that many loads in flight
+    bool use_mmv_norm = true; // fusion code 12 (ggml-cuda.cu); GGML_CUDA_NO_MMV_NORM=1: off
+    bool use_pdl = false;     // programmatic dependent launch (sm_90+, not GGML_CUDA_NO_PDL): see ggml_cuda_launch
+    bool mmvq_v1 = false;     // GGML_CUDA_MMVQ_V1=1: the first mmvq kernel (for comparisons)
+    int mmvq_u = 2;           // GGML_CUDA_MMVQ=5: v5 kernel for N = 1; =2/4/8: v6 with that many loads in flight
     // rows per warp of the quantized-weight mat-vecs of mmvq-t.cuh (N = 1) and groups (GGML_CUDA_QT_RPW=1|2|4), of
     // their gate/up + SwiGLU (GGML_CUDA_QT_RPW_GLU=1|2; 0: per type); GGML_CUDA_Q8_V6=1: repacked q8_0 decode
     // through mmvq.cu's v6 kernels instead of those
@@ -127,7 +135,7 @@ struct ggml_cuda_context {
     // fused groups run (plan_fusions in ggml-cuda.cu), counted when launched eagerly or captured, not per replay:
     // mat-vecs sharing one activation, gate/up mat-vecs + SWIGLU, norms that also wrote the q8s activation
     int n_fused_mmv_group = 0, n_fused_swiglu = 0, n_fused_norm_q8 = 0, n_fused_rope_store = 0, n_fused_rope_qkv = 0,
-        n_fused_fattn_q8 = 0;
+        n_fused_fattn_q8 = 0, n_fused_mmv_norm = 0;
     ggml_cuda_graph_cache * graphs = nullptr;
     ggml_cuda_profile * prof = nullptr; // GGML_CUDA_PROFILE=1: per-op GPU times, printed at free
 };

@@ -372,7 +372,7 @@ static void fattn_vec_launch(ggml_cuda_context & ctx, fa_params & p, fattn_vec_f
         occ = std::max(occ, 1);
     }
     int64_t n_split = std::min<int64_t>(occ * ctx.n_sm / n_head_kv, cuda_ceil_div(p.n_kv, W * S));
-    if (n_split < 1 || n_head_kv > GGML_CUDA_N_COUNTERS) n_split = 1;
+    if (n_split < 1 || n_head_kv > GGML_CUDA_N_COUNTERS_EPI) n_split = 1;
     p.kv_per_split = (int)(cuda_ceil_div(cuda_ceil_div(p.n_kv, n_split), S) * S);
     p.n_split = (int)cuda_ceil_div(p.n_kv, p.kv_per_split);
     if (p.n_split > 1) {

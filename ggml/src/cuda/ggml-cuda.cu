@@ -260,6 +260,7 @@ static std::string profile_label(const ggml_tensor * t, int fused) {
         case 9:
         case 10: return "ROPE q+ROPE k+SET_ROWS k,v";
         case 11: return "FLASH_ATTN_EXT+Q8S";
+        case 12: return std::string("MUL_MAT ") + ggml_type_name(t->src[0]->type) + " vec+ADD+RMS_NORM+MUL+Q8S";
         default: break;
     }
     std::string l = ggml_op_name(t->op);
@@ -425,6 +426,11 @@ static void run_node(ggml_cuda_context & ctx, ggml_tensor * t) {
 //      outputs are cache cells, not allocator memory;
 //   11: node i (FLASH_ATTN_EXT) and i+1 (its reshape to [D * n_head, n_tokens] rows): the attention kernel also
 //      quantizes its output (q8s) into ctx.qcache for the quantized-weight mat-vecs that are the only readers.
+//   12: node i (a one-column MUL_MAT, read only by i+1), i+1 (ADD of it and the residual), i+2 (RMS_NORM) and
+//      i+3 (MUL by a weight): one mat-vec launch writes the ADD and the q8s of ADD * weight with the norm's scale
+//      deferred to the mat-vecs reading the MUL (all of them must apply it: ggml_cuda_mul_mat_reads_q8s_norm);
+//      the MUL_MAT, RMS_NORM and MUL results are not written. A code 7 group with the mat-vec before it (wo or
+//      ffn_down of a decode step: the norm kernel after it goes away).
 // Only adjacent nodes are fused: computing node i+1 / i+2 at node i's place is then safe (their inputs are
 // ready, and the allocator cannot have handed their outputs memory that node i still reads). One exception,
 // checked by ggml_cuda_mul_mat_swiglu_ok: SWIGLU's output may lie over the activation once gate/up were its
@@ -433,6 +439,7 @@ static int fused_span(int code) {
     if (code == 9) return 7;
     if (code == 10) return 6;
     if (code == 11) return 2;
+    if (code == 12) return 4;
     return code == 2 || code == 4 || code == 5 || code == 7 || code == 8 ? 3 : code ? 2 : 1;
 }
 
@@ -630,6 +637,42 @@ static void plan_fattn_q8_fusions(ggml_cgraph * gf, std::vector<uint8_t> & fused
         if (r > 0) fused[i] = 11;
 }
 
+// codes 7 -> 12 (with the mat-vec before the group), where every reader takes what it writes
+static void plan_mmv_norm_fusions(const ggml_cuda_context & ctx, ggml_cgraph * gf, std::vector<uint8_t> & fused) {
+    const int n = gf->n_nodes;
+    std::vector<bool> in_group(n, false); // nodes a group covers
+    for (int i = 0; i < n; ++i)
+        for (int k = 0; fused[i] && k < fused_span(fused[i]) && i + k < n; ++k)
+            in_group[i + k] = true;
+    std::map<const ggml_tensor *, int> mm_of, mul_of; // candidate results -> the group's first node
+    for (int i = 0; i < n; ++i) {
+        ggml_tensor ** t = gf->nodes + i;
+        if (fused[i] == 7 && i > 0 && !in_group[i - 1] && !((t[-1]->flags | t[2]->flags) & GGML_TENSOR_FLAG_OUTPUT) &&
+            ggml_cuda_mul_mat_add_norm_ok(ctx, t[-1], t[0], t[1], t[2])) {
+            mm_of[t[-1]] = i - 1;
+            mul_of[t[2]] = i - 1;
+        }
+    }
+    if (mm_of.empty()) return;
+    std::set<int> bad;
+    for (int j = 0; j < n; ++j) {
+        const ggml_tensor * u = gf->nodes[j];
+        for_each_read(u, [&](const ggml_tensor * t) {
+            if (const auto it = mm_of.find(t); it != mm_of.end()) {
+                if (j != it->second + 1) bad.insert(it->second); // the mat-vec result: only its ADD
+            } else if (const auto it = mul_of.find(t); it != mul_of.end()) {
+                if (!(u->src[1] == t && ggml_cuda_mul_mat_reads_q8s_norm(ctx, u) && u->src[0] != t))
+                    bad.insert(it->second);
+            }
+        });
+    }
+    for (const auto & [t, i] : mm_of)
+        if (!bad.count(i)) {
+            fused[i] = 12;
+            fused[i + 1] = 0;
+        }
+}
+
 static void plan_fusions(const ggml_cuda_context & ctx, ggml_cgraph * gf, std::vector<uint8_t> & fused) {
     fused.assign(gf->n_nodes, 0);
     if (!ctx.use_fusion) return;
@@ -638,6 +681,7 @@ static void plan_fusions(const ggml_cuda_context & ctx, ggml_cgraph * gf, std::v
     plan_norm_q8_fusions(gf, fused);
     plan_rope_store_fusions(gf, fused);
     plan_fattn_q8_fusions(gf, fused);
+    if (ctx.use_mmv_norm) plan_mmv_norm_fusions(ctx, gf, fused);
 }
 
 // node i (with its fused followers); returns the number of nodes done
@@ -645,7 +689,8 @@ static int run_fused(ggml_cuda_context & ctx, ggml_cgraph * gf, int i, int fused
     ggml_tensor * t = gf->nodes[i];
     ggml_tensor ** nodes = gf->nodes + i;
     const int n = fused_span(fused);
-    void * q8 = nullptr; // codes 6/7: mul's result quantized
+    void * q8 = nullptr;         // codes 6/7/11/12: the last node's result quantized
+    const float * nsq = nullptr; // code 12: its deferred norm
     switch (fused) {
         case 1: ggml_cuda_op_rms_norm_mul(ctx, t, nodes[1]); break;
         case 2: ggml_cuda_op_add_rms_norm_mul(ctx, t, nodes[1], nodes[2]); break;
@@ -657,6 +702,10 @@ static int run_fused(ggml_cuda_context & ctx, ggml_cgraph * gf, int i, int fused
         case 5:
             ggml_cuda_mul_mat_swiglu(ctx, nodes[2]->src[0], nodes[2]->src[1], nodes[2]);
             ++ctx.n_fused_swiglu;
+            break;
+        case 12:
+            q8 = ggml_cuda_mul_mat_add_norm(ctx, t, nodes[1], nodes[2], nodes[3], &nsq);
+            ++ctx.n_fused_mmv_norm;
             break;
         case 6: q8 = ggml_cuda_op_rms_norm_mul_q8(ctx, t, nodes[1]); break;
         case 7: q8 = ggml_cuda_op_add_rms_norm_mul_q8(ctx, t, nodes[1], nodes[2]); break;
@@ -678,8 +727,8 @@ static int run_fused(ggml_cuda_context & ctx, ggml_cgraph * gf, int i, int fused
     for (int k = 0; k < n; ++k)
         if (!ggml_is_view_op(nodes[k]->op)) ggml_cuda_qcache_written(ctx, nodes[k]);
     if (q8) { // after the loop above, which drops a cache of what these nodes wrote
-        ggml_cuda_qcache_set(ctx, nodes[n - 1], q8);
-        if (fused != 11) ++ctx.n_fused_norm_q8;
+        ggml_cuda_qcache_set(ctx, nodes[n - 1], q8, nsq, nsq ? ggml_get_op_params_f32(nodes[2], 0) : 0.0f);
+        if (fused == 6 || fused == 7) ++ctx.n_fused_norm_q8;
     }
     return n;
 }
@@ -689,7 +738,7 @@ static unsigned twice_class(const ggml_tensor * t, int f) {
     if (f == 1 || f == 2 || f == 6 || f == 7 || t->op == GGML_OP_RMS_NORM) return 1u;
     if (f == 8 || f == 9 || f == 10 || t->op == GGML_OP_ROPE || t->op == GGML_OP_SET_ROWS) return 2u;
     if (f == 11 || t->op == GGML_OP_FLASH_ATTN_EXT) return 4u;
-    if (f == 3 || f == 4 || f == 5 || t->op == GGML_OP_MUL_MAT) return 8u;
+    if (f == 3 || f == 4 || f == 5 || f == 12 || t->op == GGML_OP_MUL_MAT) return 8u;
     return 16u;
 }
 
@@ -1156,6 +1205,7 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
         ctx->prof->mode = atoi(pr) == 2 ? 2 : 1;
     }
     ctx->use_fusion = std::getenv("GGML_CUDA_NO_FUSION") == nullptr;
+    ctx->use_mmv_norm = std::getenv("GGML_CUDA_NO_MMV_NORM") == nullptr;
     ctx->use_pdl = prop.major >= 9 && std::getenv("GGML_CUDA_NO_PDL") == nullptr;
     ctx->mmvq_v1 = std::getenv("GGML_CUDA_MMVQ_V1") != nullptr;
     ctx->twice_mask = twice_mask_of(std::getenv("GGML_CUDA_TWICE"));
@@ -1186,7 +1236,8 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
 }
 
 void ggml_backend_cuda_get_fusion_stats(ggml_backend_t backend, int * n_mmv_group, int * n_swiglu_group,
-                                        int * n_norm_q8, int * n_rope_store, int * n_rope_qkv, int * n_fattn_q8) {
+                                        int * n_norm_q8, int * n_rope_store, int * n_rope_qkv, int * n_fattn_q8,
+                                        int * n_mmv_norm) {
     GGML_ASSERT(ggml_backend_is_cuda(backend));
     const ggml_cuda_context * ctx = (const ggml_cuda_context *)backend->context;
     if (n_mmv_group) *n_mmv_group = ctx->n_fused_mmv_group;
@@ -1195,6 +1246,7 @@ void ggml_backend_cuda_get_fusion_stats(ggml_backend_t backend, int * n_mmv_grou
     if (n_rope_store) *n_rope_store = ctx->n_fused_rope_store;
     if (n_rope_qkv) *n_rope_qkv = ctx->n_fused_rope_qkv;
     if (n_fattn_q8) *n_fattn_q8 = ctx->n_fused_fattn_q8;
+    if (n_mmv_norm) *n_mmv_norm = ctx->n_fused_mmv_norm;
 }
 
 void ggml_backend_cuda_get_graph_stats(ggml_backend_t backend, int * n_replay, int * n_update, int * n_instantiate) {

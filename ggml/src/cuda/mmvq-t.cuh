@@ -15,6 +15,72 @@
 #include "qtypes.cuh"
 #include "quantize.cuh"
 
+// ggml_cuda_qt_epi (mmvq.cuh) as the kernels take it: the q8 buffer split into its arrays, the counters of the
+// 32-row groups (ctx.counters + GGML_CUDA_N_COUNTERS_EPI, zero between launches)
+struct qt_epi_dev {
+    const float * nsq_in;
+    float eps_in;
+    const float *res, *qw;
+    int8_t * qs;
+    float * qd;
+    int * qsum;
+    float * nsq_out;
+    int * counters;
+};
+
+static qt_epi_dev qt_epi_dev_of(ggml_cuda_context & ctx, const ggml_cuda_qt_epi * e, int64_t M) {
+    qt_epi_dev d = {};
+    if (!e) return d;
+    d.nsq_in = e->nsq_in;
+    d.eps_in = e->eps_in;
+    d.res = e->res;
+    d.qw = e->qw;
+    if (e->q8) {
+        GGML_ASSERT(M % 32 == 0 && M / 32 <= GGML_CUDA_N_COUNTERS_EPI);
+        const q8s_view v = q8s_view_of(e->q8, 1, M);
+        d.qs = v.qs;
+        d.qd = v.d;
+        d.qsum = v.s;
+        d.nsq_out = e->nsq_out;
+        d.counters = ctx.counters + GGML_CUDA_N_COUNTERS_EPI;
+    }
+    return d;
+}
+
+// the rms scale of a deferred norm (qt_epi_dev::nsq_in): nss is this lane's part of sum(x^2) (qt_rows_dot)
+static __device__ __forceinline__ float qt_norm_scale(const qt_epi_dev & e, float nss, int K) {
+    return e.nsq_in ? rsqrtf(warp_sum(nss) / (float)K + e.eps_in) : 1.0f;
+}
+
+// After lane 0 of this warp stored its rows [r0, r0 + nr) of dst (f32, contiguous; nr divides 32 and r0 % nr == 0,
+// so they lie in one group of 32): the warp that completes a group quantizes its 32 rows (times e.qw) into
+// e.qs/qd/qsum and writes their sum of squares to e.nsq_out; the same rounding as k_quantize_q8s (quantize.cuh).
+// Each warp counts its rows with a release add (its stores before its count); no block barrier, no fence on the
+// way out for the other warps. Every lane of the warp calls this.
+static __device__ __forceinline__ void qt_epi_q8(const qt_epi_dev & e, const float * dst, int64_t r0, int nr) {
+    const int lane = threadIdx.x % 32;
+    const int64_t g = r0 / 32;
+    int prev = 0;
+    if (lane == 0)
+        asm volatile("atom.add.release.gpu.s32 %0, [%1], %2;" : "=r"(prev) : "l"(e.counters + g), "r"(nr) : "memory");
+    if (__shfl_sync(0xffffffff, prev, 0) != 32 - nr) return;
+    __threadfence();                             // acquire: the other warps' rows, released by their counts
+    const float h = __ldcg(dst + 32 * g + lane); // rows other warps wrote: not through L1
+    const float y = e.qw ? h * __ldcg(e.qw + 32 * g + lane) : h;
+    const float amax = warp_max(fabsf(y));
+    const float sc = q8s_scale(amax);
+    const int8_t q = q8s_quant(y, amax, sc);
+    e.qs[32 * g + lane] = q;
+    const int sm = q8s_block_sums(q, lane);
+    const float ss = warp_sum(h * h);
+    if (lane == 0) {
+        e.qd[g] = sc;
+        e.qsum[g] = sm;
+        if (e.nsq_out) e.nsq_out[g] = ss;
+        e.counters[g] = 0; // for the next launch (ordered after this one by the stream)
+    }
+}
+
 template <typename T, int NW, int U>
 static __device__ __forceinline__ void qt_load(const qregs (&w)[NW], const int64_t (&b0)[NW], int ch0, int nch, int sub,
                                                typename T::W (&wv)[U][NW]) {
@@ -32,17 +98,21 @@ static __device__ __forceinline__ void qt_load(const qregs (&w)[NW], const int64
 // This lane's part of the dots of NW weight rows (row m: regions w[m], first block b0[m]; nch chunks) with NC
 // activation rows (row c: quants xq + c*K, scales and sums xd/xs + c*K/32). early: the weights may be loaded
 // before pdl_wait().
+// nsq (nullable): this lane's part of the sum of the K/32 values nsq (a deferred norm, qt_epi_dev) into nss.
 template <typename T, int NC, int NW>
 static __device__ __forceinline__ void qt_rows_dot(const qregs (&w)[NW], const int64_t (&b0)[NW], int nch,
                                                    const int8_t * __restrict__ xq, const float * __restrict__ xd,
                                                    const int * __restrict__ xs, int K, int lane, bool early,
-                                                   float (&acc)[NW][NC]) {
+                                                   float (&acc)[NW][NC], const float * nsq, float & nss) {
     constexpr int U = T::U, CPB = T::CPB;
     const int sub = lane % CPB; // chunk ch = lane + 32 i is chunk ch % CPB of its block: the same for every i
     typename T::W wv[U][NW];
     if (!early) pdl_wait();
     qt_load<T, NW, U>(w, b0, lane, nch, sub, wv);
     pdl_wait();
+    if (nsq) // written by the kernel before: after pdl_wait, not __ldg; a fixed order (the same sum in every warp)
+        for (int g = lane; g < K / 32; g += 32)
+            nss += ld_act(nsq + g);
     for (int ch0 = lane; ch0 < nch; ch0 += 32 * U) {
 #pragma unroll
         for (int u = 0; u < U; ++u) {
@@ -64,12 +134,13 @@ static __device__ __forceinline__ void qt_rows_dot(const qregs (&w)[NW], const i
 }
 
 // dst [M, NC, B2, B3]; weight rows flat (row + (i2/r2)*M + (i3/r3)*M*A2); activation rows bz*NC + c.
-// RPW rows per warp (2: twice the weight bytes in flight per warp; a last odd row is computed twice, stored once)
+// RPW rows per warp (2: twice the weight bytes in flight per warp; a last odd row is computed twice, stored once).
+// e: the epilogues of ggml_cuda_qt_epi (NC = 1, one batch, dst contiguous; with e.qs M % 32 == 0).
 template <typename T, int NC, int RPW>
 static __global__ void __launch_bounds__(128)
     k_qt_mmvq(const qregs w, const int8_t * __restrict__ xq, const float * __restrict__ xd, const int * __restrict__ xs,
-              float * __restrict__ dst, int K, int64_t M, int64_t A2, int64_t B2, int64_t r2, int64_t r3, cuda_shape ds,
-              int early) {
+              float * dst, int K, int64_t M, int64_t A2, int64_t B2, int64_t r2, int64_t r3, cuda_shape ds, int early,
+              const qt_epi_dev e) {
     pdl_trigger();
     const int lane = threadIdx.x % 32;
     const int64_t row0 = ((int64_t)blockIdx.x * 4 + threadIdx.x / 32) * RPW, bz = blockIdx.y;
@@ -86,16 +157,23 @@ static __global__ void __launch_bounds__(128)
     }
     const int64_t x0 = bz * NC;
     float acc[RPW][NC] = {};
+    float nss = 0.0f;
     qt_rows_dot<T, NC, RPW>(wr, b0, nbr * T::CPB, xq + x0 * K, xd + x0 * (K / 32), xs + x0 * (K / 32), K, lane,
-                            early != 0, acc);
+                            early != 0, acc, e.nsq_in, nss);
+    const float sc = qt_norm_scale(e, nss, K);
 #pragma unroll
     for (int m = 0; m < RPW; ++m)
 #pragma unroll
         for (int c = 0; c < NC; ++c) {
-            const float v = warp_sum(acc[m][c]);
-            if (lane == 0 && row0 + m < M)
+            float v = warp_sum(acc[m][c]) * sc;
+            if (lane == 0 && row0 + m < M) {
+                if (e.res) v += ld_act(e.res + row0 + m);
                 *(float *)((char *)dst + (row0 + m) * ds.nb[0] + c * ds.nb[1] + i2 * ds.nb[2] + i3 * ds.nb[3]) = v;
+            }
         }
+    if constexpr (NC == 1) {
+        if (e.qs) qt_epi_q8(e, dst, row0, RPW);
+    }
 }
 
 // fused group: block b (4 warps, 4 * RPW rows) belongs to weight m where blk[m] <= b < blk[m+1] (blk1, blk2 as in
@@ -110,7 +188,7 @@ struct qt_group_args {
 template <typename T, int RPW>
 static __global__ void __launch_bounds__(128)
     k_qt_group(const qt_group_args g, const int8_t * __restrict__ xq, const float * __restrict__ xd,
-               const int * __restrict__ xs, int K) {
+               const int * __restrict__ xs, int K, const qt_epi_dev e) {
     pdl_trigger();
     const int lane = threadIdx.x % 32;
     const int64_t b = blockIdx.x;
@@ -129,11 +207,13 @@ static __global__ void __launch_bounds__(128)
         b0[r] = (row0 + r < M ? row0 + r : M - 1) * nbr;
     }
     float acc[RPW][1] = {};
-    qt_rows_dot<T, 1, RPW>(wr, b0, nbr * T::CPB, xq, xd, xs, K, lane, true, acc);
+    float nss = 0.0f;
+    qt_rows_dot<T, 1, RPW>(wr, b0, nbr * T::CPB, xq, xd, xs, K, lane, true, acc, e.nsq_in, nss);
+    const float sc = qt_norm_scale(e, nss, K);
     float * dst = m == 2 ? g.dst[2] : m == 1 ? g.dst[1] : g.dst[0];
 #pragma unroll
     for (int r = 0; r < RPW; ++r) {
-        const float v = warp_sum(acc[r][0]);
+        const float v = warp_sum(acc[r][0]) * sc;
         if (lane == 0 && row0 + r < M) dst[row0 + r] = v;
     }
 }
@@ -145,7 +225,7 @@ static __device__ __forceinline__ float qt_silu(float x) { return x / (1.0f + ex
 template <typename T, int RPW>
 static __global__ void __launch_bounds__(128)
     k_qt_swiglu(const qregs gw, const qregs uw, const int8_t * __restrict__ xq, const float * __restrict__ xd,
-                const int * __restrict__ xs, float * __restrict__ dst, int K, int64_t M) {
+                const int * __restrict__ xs, float * __restrict__ dst, int K, int64_t M, const qt_epi_dev e) {
     pdl_trigger();
     const int lane = threadIdx.x % 32;
     const int64_t row0 = ((int64_t)blockIdx.x * 4 + threadIdx.x / 32) * RPW;
@@ -160,10 +240,12 @@ static __global__ void __launch_bounds__(128)
         b0[2 * r] = b0[2 * r + 1] = (row0 + r < M ? row0 + r : M - 1) * nbr;
     }
     float acc[2 * RPW][1] = {};
-    qt_rows_dot<T, 1, 2 * RPW>(wr, b0, nbr * T::CPB, xq, xd, xs, K, lane, true, acc);
+    float nss = 0.0f;
+    qt_rows_dot<T, 1, 2 * RPW>(wr, b0, nbr * T::CPB, xq, xd, xs, K, lane, true, acc, e.nsq_in, nss);
+    const float sc = qt_norm_scale(e, nss, K);
 #pragma unroll
     for (int r = 0; r < RPW; ++r) {
-        const float g = warp_sum(acc[2 * r][0]), u = warp_sum(acc[2 * r + 1][0]);
+        const float g = warp_sum(acc[2 * r][0]) * sc, u = warp_sum(acc[2 * r + 1][0]) * sc;
         if (lane == 0 && row0 + r < M) dst[row0 + r] = qt_silu(g) * u;
     }
 }
@@ -204,11 +286,13 @@ static __global__ void k_qt_get_rows(const cuda_qptrs p, int64_t nbr, const char
 // ---- launchers ---------------------------------------------------------------------------------------------------
 template <typename T>
 static void qt_mmvq(ggml_cuda_context & ctx, const ggml_tensor * a, const void * w, bool early, const void * bq,
-                    const ggml_tensor * b, ggml_tensor * dst) {
+                    const ggml_tensor * b, ggml_tensor * dst, const ggml_cuda_qt_epi * epi) {
     const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1], B2 = b->ne[2], B3 = b->ne[3];
     GGML_ASSERT(a->type == T::type && K % T::QK == 0 && K <= INT32_MAX && N >= 1 && N <= MMVQ_MAX_COLS);
     GGML_ASSERT(b->ne[0] == K && B2 % a->ne[2] == 0 && B3 % a->ne[3] == 0);
+    GGML_ASSERT(!epi || (N == 1 && B2 * B3 == 1 && ggml_is_contiguous(dst)));
     if (M == 0 || B2 * B3 == 0) return;
+    const qt_epi_dev e = qt_epi_dev_of(ctx, epi, M);
     const q8s_view x = q8s_view_of(const_cast<void *>(bq), ggml_nrows(b), K);
     const qregs r = qt_regs_of(T::type, w, ggml_nelements(a) / T::QK);
     const cuda_shape dsh = cuda_shape_of(dst);
@@ -219,16 +303,16 @@ static void qt_mmvq(ggml_cuda_context & ctx, const ggml_tensor * a, const void *
         const dim3 g((unsigned)cuda_ceil_div(M, 4 * ctx.qt_rpw), (unsigned)(B2 * B3));
         if (ctx.qt_rpw == 4)
             ggml_cuda_launch(ctx, k_qt_mmvq<T, 1, 4>, g, dim3(128), 0, r, (const int8_t *)x.qs, (const float *)x.d,
-                             (const int *)x.s, dp, (int)K, M, a->ne[2], B2, r2, r3, dsh, early ? 1 : 0);
+                             (const int *)x.s, dp, (int)K, M, a->ne[2], B2, r2, r3, dsh, early ? 1 : 0, e);
         else
             ggml_cuda_launch(ctx, k_qt_mmvq<T, 1, 2>, g, dim3(128), 0, r, (const int8_t *)x.qs, (const float *)x.d,
-                             (const int *)x.s, dp, (int)K, M, a->ne[2], B2, r2, r3, dsh, early ? 1 : 0);
+                             (const int *)x.s, dp, (int)K, M, a->ne[2], B2, r2, r3, dsh, early ? 1 : 0, e);
         return;
     }
 #define QT_MMVQ(n)                                                                                                     \
     case n:                                                                                                            \
         ggml_cuda_launch(ctx, k_qt_mmvq<T, n, 1>, grid, dim3(128), 0, r, (const int8_t *)x.qs, (const float *)x.d,     \
-                         (const int *)x.s, dp, (int)K, M, a->ne[2], B2, r2, r3, dsh, early ? 1 : 0);                   \
+                         (const int *)x.s, dp, (int)K, M, a->ne[2], B2, r2, r3, dsh, early ? 1 : 0, e);                \
         break;
     switch (N) {
         QT_MMVQ(1)
@@ -246,8 +330,11 @@ static void qt_mmvq(ggml_cuda_context & ctx, const ggml_tensor * a, const void *
 }
 
 template <typename T>
-static void qt_group(ggml_cuda_context & ctx, const ggml_tensor * const * dsts, int n, const void * bq) {
+static void qt_group(ggml_cuda_context & ctx, const ggml_tensor * const * dsts, int n, const void * bq,
+                     const ggml_cuda_qt_epi * epi) {
     GGML_ASSERT(n >= 1 && n <= MMV_GROUP_MAX);
+    GGML_ASSERT(!epi || (!epi->res && !epi->q8)); // a deferred norm only
+    const qt_epi_dev e = qt_epi_dev_of(ctx, epi, 0);
     const int64_t K = dsts[0]->src[0]->ne[0];
     GGML_ASSERT(K % T::QK == 0 && K <= INT32_MAX);
     qt_group_args g = {};
@@ -270,20 +357,22 @@ static void qt_group(ggml_cuda_context & ctx, const ggml_tensor * const * dsts, 
     const q8s_view x = q8s_view_of(const_cast<void *>(bq), 1, K);
     if (ctx.qt_rpw == 4)
         ggml_cuda_launch(ctx, k_qt_group<T, 4>, dim3((unsigned)nblk), dim3(128), 0, g, (const int8_t *)x.qs,
-                         (const float *)x.d, (const int *)x.s, (int)K);
+                         (const float *)x.d, (const int *)x.s, (int)K, e);
     else if (ctx.qt_rpw == 2)
         ggml_cuda_launch(ctx, k_qt_group<T, 2>, dim3((unsigned)nblk), dim3(128), 0, g, (const int8_t *)x.qs,
-                         (const float *)x.d, (const int *)x.s, (int)K);
+                         (const float *)x.d, (const int *)x.s, (int)K, e);
     else
         ggml_cuda_launch(ctx, k_qt_group<T, 1>, dim3((unsigned)nblk), dim3(128), 0, g, (const int8_t *)x.qs,
-                         (const float *)x.d, (const int *)x.s, (int)K);
+                         (const float *)x.d, (const int *)x.s, (int)K, e);
 }
 
 template <typename T>
 static void qt_swiglu(ggml_cuda_context & ctx, const ggml_tensor * gate_w, const ggml_tensor * up_w, const void * bq,
-                      float * dst) {
+                      float * dst, const ggml_cuda_qt_epi * epi) {
     const int64_t K = gate_w->ne[0], M = gate_w->ne[1];
     GGML_ASSERT(gate_w->type == T::type && up_w->type == T::type && K % T::QK == 0 && K <= INT32_MAX);
+    GGML_ASSERT(!epi || (!epi->res && !epi->q8)); // a deferred norm only
+    const qt_epi_dev e = qt_epi_dev_of(ctx, epi, M);
     GGML_ASSERT(ggml_cuda_kernel_layout(gate_w) && ggml_cuda_kernel_layout(up_w));
     GGML_ASSERT(up_w->ne[0] == K && up_w->ne[1] == M && ggml_nrows(gate_w) == M && ggml_nrows(up_w) == M);
     if (M == 0) return;
@@ -296,10 +385,10 @@ static void qt_swiglu(ggml_cuda_context & ctx, const ggml_tensor * gate_w, const
     const dim3 grid((unsigned)cuda_ceil_div(M, 4 * rpw));
     if (rpw == 2)
         ggml_cuda_launch(ctx, k_qt_swiglu<T, 2>, grid, dim3(128), 0, g, u, (const int8_t *)x.qs, (const float *)x.d,
-                         (const int *)x.s, dst, (int)K, M);
+                         (const int *)x.s, dst, (int)K, M, e);
     else
         ggml_cuda_launch(ctx, k_qt_swiglu<T, 1>, grid, dim3(128), 0, g, u, (const int8_t *)x.qs, (const float *)x.d,
-                         (const int *)x.s, dst, (int)K, M);
+                         (const int *)x.s, dst, (int)K, M, e);
 }
 
 template <typename T> static void qt_to_f16(ggml_cuda_context & ctx, const ggml_tensor * t, half * dst) {

@@ -29,19 +29,39 @@ void ggml_cuda_mmvq_q8r_swiglu(ggml_cuda_context & ctx, const ggml_tensor * gate
                                const void * bq, float * dst);
 
 // ---- the other quantized types (mmvq-t.cuh) ---------------------------------------------------------------------
+// Epilogues of the one-column mat-vecs below, which let a decode step skip the norm launches (fusion code 12 in
+// ggml-cuda.cu). Any member may be null.
+//   nsq_in: the activation's q8s holds x * w of an RMS_NORM(x) * w quantized without the norm's scale (the mat-vec
+//           before wrote it with q8 / nsq_out below): nsq_in [K/32] are partial sums of x^2, and every dot is
+//           multiplied by rsqrt(sum(nsq_in) / K + eps_in). Scaling after the integer dot equals scaling before the
+//           rounding: x * s * w and x * w round to the same int8 values with scales s times apart.
+//   res:    dst[r] = a_r . b + res[r] (the residual ADD after wo / ffn_down; res may be dst itself).
+//   q8:     dst (times qw[r] when qw) also quantized to the q8s layout of one row of M (M % 32 == 0): each group of
+//           32 rows by the block that completes it (ctx.counters), nsq_out [M/32]: the groups' sums of dst^2.
+struct ggml_cuda_qt_epi {
+    const float * nsq_in = nullptr;
+    float eps_in = 0.0f;
+    const float * res = nullptr;
+    const float * qw = nullptr;
+    void * q8 = nullptr;
+    float * nsq_out = nullptr;
+};
+
 // Weights in the kernel layout (q8repack.cuh: ggml_cuda_kernel_layout) unless the function says otherwise;
-// activations in the q8s split layout (quantize.cuh) with their block sums.
+// activations in the q8s split layout (quantize.cuh) with their block sums. epi (nullptr: none) needs N = 1, no
+// batches and a contiguous dst; group and swiglu take only its nsq_in.
 struct ggml_cuda_qt_fns {
     ggml_type type;
     int qk; // values per block
     // dst = a^T b for N = b->ne[1] <= MMVQ_MAX_COLS; a's data in the kernel layout at w (a->data, or a repacked
     // copy of it: then early = false, as the weights were written by the kernel before)
     void (*mmvq)(ggml_cuda_context & ctx, const ggml_tensor * a, const void * w, bool early, const void * bq,
-                 const ggml_tensor * b, ggml_tensor * dst);
+                 const ggml_tensor * b, ggml_tensor * dst, const ggml_cuda_qt_epi * epi);
     // as ggml_cuda_mmvq_q8r_group / _swiglu, for weights of this type (all of it)
-    void (*group)(ggml_cuda_context & ctx, const ggml_tensor * const * dsts, int n, const void * bq);
+    void (*group)(ggml_cuda_context & ctx, const ggml_tensor * const * dsts, int n, const void * bq,
+                  const ggml_cuda_qt_epi * epi);
     void (*swiglu)(ggml_cuda_context & ctx, const ggml_tensor * gate_w, const ggml_tensor * up_w, const void * bq,
-                   float * dst);
+                   float * dst, const ggml_cuda_qt_epi * epi);
     // t (contiguous, either layout) -> dense f16 [ne0, nrows] on ctx.stream (the prompt path)
     void (*to_f16)(ggml_cuda_context & ctx, const ggml_tensor * t, half * dst);
     // GET_ROWS with src0 of this type (contiguous, either layout)

@@ -4,6 +4,7 @@
 #include "mmv.cuh"
 #include "mmvq.cuh"
 #include "mulmat.cuh"
+#include "norm.cuh"
 #include "q8repack.cuh"
 #include "quantize.cuh"
 
@@ -77,6 +78,7 @@ static bool cache_hit(const ggml_cuda_qcache & q, const ggml_tensor * b) {
 
 static void cache_set(ggml_cuda_qcache & q, const ggml_tensor * b, void * buf) {
     q.buf = buf;
+    q.nsq = nullptr;
     q.src = b->data;
     q.bytes = ggml_nbytes(b);
     for (int i = 0; i < 4; ++i) {
@@ -93,6 +95,23 @@ static const void * quantized_b(ggml_cuda_context & ctx, const ggml_tensor * b) 
     ggml_cuda_quantize_q8s(ctx, b, buf);
     cache_set(ctx.qcache, b, buf);
     return buf;
+}
+
+// the deferred norm of the cached q8s bq (code 12), for the mat-vec epilogues that apply it (mmvq.cuh)
+static ggml_cuda_qt_epi epi_in(const ggml_cuda_context & ctx, const void * bq) {
+    ggml_cuda_qt_epi e;
+    if (ctx.qcache.buf == bq && ctx.qcache.nsq) {
+        e.nsq_in = ctx.qcache.nsq;
+        e.eps_in = ctx.qcache.eps;
+    }
+    return e;
+}
+
+// quantized_b for the kernels that cannot apply a deferred norm (the planner gives them none)
+static const void * quantized_b_plain(ggml_cuda_context & ctx, const ggml_tensor * b) {
+    const void * bq = quantized_b(ctx, b);
+    GGML_ASSERT(!epi_in(ctx, bq).nsq_in);
+    return bq;
 }
 
 // b (f32) as dense f16 for cuBLAS, reused in the same way (ctx.hcache)
@@ -118,6 +137,17 @@ void ggml_cuda_qcache_written(ggml_cuda_context & ctx, const ggml_tensor * t) {
 // the quantized weights a mat-vec reads through the q8s activation (quantized_b): repacked q8_0 and every type of
 // ggml_cuda_qt (the latter in any layout: a weight not in the kernel layout is repacked into scratch first)
 static bool q8s_weight(const ggml_tensor * a) { return ggml_cuda_q8_repacked(a) || ggml_cuda_qt(a->type); }
+
+// the kernels of mmvq-t.cuh for weight a (repacked q8_0 unless GGML_CUDA_Q8_V6, the other quantized types), else
+// nullptr: the mat-vecs that take the epilogues of ggml_cuda_qt_epi
+static const ggml_cuda_qt_fns * qt_fns_of(const ggml_cuda_context & ctx, const ggml_tensor * a) {
+    if (const ggml_cuda_qt_fns * q8 = ggml_cuda_qt_q8r(ctx, a)) return q8;
+    return ggml_cuda_q8_repacked(a) ? nullptr : ggml_cuda_qt(a->type);
+}
+
+bool ggml_cuda_mul_mat_reads_q8s_norm(const ggml_cuda_context & ctx, const ggml_tensor * mm) {
+    return ggml_cuda_mul_mat_reads_q8s(mm) && qt_fns_of(ctx, mm->src[0]) && ggml_nrows(mm->src[1]) == 1;
+}
 
 bool ggml_cuda_mul_mat_reads_q8s(const ggml_tensor * mm) {
     const ggml_tensor * a = mm->src[0], * b = mm->src[1];
@@ -183,14 +213,17 @@ GGML_CUDA_OP(mul_mat) {
 
     if (ggml_cuda_q8_repacked(a)) {
         if (N <= MUL_MAT_VEC_MAX_N) {
-            if (const ggml_cuda_qt_fns * q8 = ggml_cuda_qt_q8r(ctx, a))
-                q8->mmvq(ctx, a, a->data, true, quantized_b(ctx, b), b, dst);
-            else
-                ggml_cuda_mmvq_q8r(ctx, a, quantized_b(ctx, b), b, dst);
+            if (const ggml_cuda_qt_fns * q8 = ggml_cuda_qt_q8r(ctx, a)) {
+                const void * bq = quantized_b(ctx, b);
+                const ggml_cuda_qt_epi e = epi_in(ctx, bq);
+                q8->mmvq(ctx, a, a->data, true, bq, b, dst, e.nsq_in ? &e : nullptr);
+            } else {
+                ggml_cuda_mmvq_q8r(ctx, a, quantized_b_plain(ctx, b), b, dst);
+            }
             return;
         }
         if (const ggml_cuda_mmq_fn mmq = mmq_of(ctx, a, N)) {
-            mmq(ctx, a, a->data, true, quantized_b(ctx, b), b, dst);
+            mmq(ctx, a, a->data, true, quantized_b_plain(ctx, b), b, dst);
             return;
         }
         mul_mat_dequant_cublas(ctx, a, b, dst);
@@ -204,11 +237,14 @@ GGML_CUDA_OP(mul_mat) {
             return;
         }
         const void * bq = quantized_b(ctx, b);
+        const ggml_cuda_qt_epi e = epi_in(ctx, bq);
+        GGML_ASSERT(!mmq || !e.nsq_in);
+        const ggml_cuda_qt_epi * ep = e.nsq_in ? &e : nullptr;
         if (ggml_cuda_kernel_layout(a)) {
             if (mmq)
                 mmq(ctx, a, a->data, true, bq, b, dst);
             else
-                qt->mmvq(ctx, a, a->data, true, bq, b, dst);
+                qt->mmvq(ctx, a, a->data, true, bq, b, dst, ep);
             return;
         }
         // ggml's layout (a weight outside a weights buffer, a view): a repacked copy in scratch for this launch
@@ -218,7 +254,7 @@ GGML_CUDA_OP(mul_mat) {
         if (mmq)
             mmq(ctx, a, w, false, bq, b, dst);
         else
-            qt->mmvq(ctx, a, w, false, bq, b, dst);
+            qt->mmvq(ctx, a, w, false, bq, b, dst, ep);
         ctx.pool.rewind(mark);
         return;
     }
@@ -252,7 +288,11 @@ GGML_CUDA_OP(mul_mat) {
     mul_mat_cublas(ctx, a, b, dst);
 }
 
-void ggml_cuda_qcache_set(ggml_cuda_context & ctx, const ggml_tensor * b, void * q) { cache_set(ctx.qcache, b, q); }
+void ggml_cuda_qcache_set(ggml_cuda_context & ctx, const ggml_tensor * b, void * q, const float * nsq, float eps) {
+    cache_set(ctx.qcache, b, q);
+    ctx.qcache.nsq = nsq;
+    ctx.qcache.eps = eps;
+}
 
 // ---- fused decode mat-vecs ----------------------------------------------------------------------
 static bool overlaps(const ggml_tensor * a, const ggml_tensor * b) {
@@ -297,14 +337,15 @@ void ggml_cuda_mul_mat_group(ggml_cuda_context & ctx, ggml_tensor * const * mm, 
     GGML_ASSERT(ggml_cuda_mul_mat_group_ok(ctx, mm, n));
     const ggml_tensor * x = mm[0]->src[1];
     const ggml_tensor * a0 = mm[0]->src[0];
-    if (const ggml_cuda_qt_fns * q8 = ggml_cuda_qt_q8r(ctx, a0))
-        q8->group(ctx, mm, n, quantized_b(ctx, x));
-    else if (ggml_cuda_q8_repacked(a0))
-        ggml_cuda_mmvq_q8r_group(ctx, mm, n, quantized_b(ctx, x));
-    else if (const ggml_cuda_qt_fns * qt = ggml_cuda_qt(a0->type))
-        qt->group(ctx, mm, n, quantized_b(ctx, x));
-    else
+    if (const ggml_cuda_qt_fns * qt = qt_fns_of(ctx, a0)) {
+        const void * bq = quantized_b(ctx, x);
+        const ggml_cuda_qt_epi e = epi_in(ctx, bq);
+        qt->group(ctx, mm, n, bq, e.nsq_in ? &e : nullptr);
+    } else if (ggml_cuda_q8_repacked(a0)) {
+        ggml_cuda_mmvq_q8r_group(ctx, mm, n, quantized_b_plain(ctx, x));
+    } else {
         ggml_cuda_mmv_f16_group(ctx, mm, n);
+    }
 }
 
 bool ggml_cuda_mul_mat_swiglu_ok(const ggml_cuda_context & ctx, const ggml_tensor * gate, const ggml_tensor * up,
@@ -322,12 +363,45 @@ bool ggml_cuda_mul_mat_swiglu_ok(const ggml_cuda_context & ctx, const ggml_tenso
 void ggml_cuda_mul_mat_swiglu(ggml_cuda_context & ctx, ggml_tensor * gate, ggml_tensor * up, ggml_tensor * glu) {
     GGML_ASSERT(ggml_cuda_mul_mat_swiglu_ok(ctx, gate, up, glu));
     const ggml_tensor * x = gate->src[1];
-    if (const ggml_cuda_qt_fns * q8 = ggml_cuda_qt_q8r(ctx, gate->src[0]))
-        q8->swiglu(ctx, gate->src[0], up->src[0], quantized_b(ctx, x), (float *)glu->data);
-    else if (ggml_cuda_q8_repacked(gate->src[0]))
-        ggml_cuda_mmvq_q8r_swiglu(ctx, gate->src[0], up->src[0], quantized_b(ctx, x), (float *)glu->data);
-    else if (const ggml_cuda_qt_fns * qt = ggml_cuda_qt(gate->src[0]->type))
-        qt->swiglu(ctx, gate->src[0], up->src[0], quantized_b(ctx, x), (float *)glu->data);
-    else
+    if (const ggml_cuda_qt_fns * qt = qt_fns_of(ctx, gate->src[0])) {
+        const void * bq = quantized_b(ctx, x);
+        const ggml_cuda_qt_epi e = epi_in(ctx, bq);
+        qt->swiglu(ctx, gate->src[0], up->src[0], bq, (float *)glu->data, e.nsq_in ? &e : nullptr);
+    } else if (ggml_cuda_q8_repacked(gate->src[0])) {
+        ggml_cuda_mmvq_q8r_swiglu(ctx, gate->src[0], up->src[0], quantized_b_plain(ctx, x), (float *)glu->data);
+    } else {
         ggml_cuda_mmv_f16_swiglu(ctx, gate->src[0], up->src[0], x, (float *)glu->data);
+    }
+}
+
+// ---- a mat-vec with the residual ADD and the RMS_NORM * w after it (code 12) --------------------------------------
+bool ggml_cuda_mul_mat_add_norm_ok(const ggml_cuda_context & ctx, const ggml_tensor * mm, const ggml_tensor * add,
+                                   const ggml_tensor * norm, const ggml_tensor * mul) {
+    if (mm->op != GGML_OP_MUL_MAT || add->op != GGML_OP_ADD || norm->op != GGML_OP_RMS_NORM || mul->op != GGML_OP_MUL)
+        return false;
+    if (norm->src[0] != add || mul->src[0] != norm || (add->src[0] == mm) == (add->src[1] == mm)) return false;
+    if (!ggml_cuda_add_rms_norm_mul_ok(add, norm, mul)) return false;
+    const ggml_tensor *a = mm->src[0], *x = mm->src[1];
+    if (!a || !x || x->type != GGML_TYPE_F32 || ggml_nrows(x) != 1 || x->ne[0] != a->ne[0]) return false;
+    const ggml_cuda_qt_fns * qt = qt_fns_of(ctx, a);
+    const int64_t K = a->ne[0], M = a->ne[1];
+    return qt && ggml_cuda_kernel_layout(a) && a->ne[2] == 1 && a->ne[3] == 1 && K % qt->qk == 0 && K <= INT32_MAX &&
+           mm->type == GGML_TYPE_F32 && ggml_is_contiguous(mm) && ggml_nrows(mm) == 1 && add->ne[0] == M &&
+           M % 32 == 0 && M / 32 <= GGML_CUDA_N_COUNTERS_EPI;
+}
+
+void * ggml_cuda_mul_mat_add_norm(ggml_cuda_context & ctx, ggml_tensor * mm, ggml_tensor * add, ggml_tensor * norm,
+                                  ggml_tensor * mul, const float ** nsq) {
+    GGML_ASSERT(ggml_cuda_mul_mat_add_norm_ok(ctx, mm, add, norm, mul));
+    const ggml_tensor *a = mm->src[0], *x = mm->src[1];
+    const int64_t M = a->ne[1];
+    const void * bq = quantized_b(ctx, x);
+    ggml_cuda_qt_epi e = epi_in(ctx, bq);
+    e.res = (const float *)add->src[add->src[0] == mm ? 1 : 0]->data;
+    e.qw = (const float *)mul->src[1]->data;
+    e.q8 = ctx.pool.alloc(ggml_cuda_q8s_size(1, M) + sizeof(float) * (M / 32));
+    e.nsq_out = (float *)((char *)e.q8 + ggml_cuda_q8s_size(1, M));
+    qt_fns_of(ctx, a)->mmvq(ctx, a, a->data, true, bq, x, add, &e);
+    *nsq = e.nsq_out;
+    return e.q8;
 }

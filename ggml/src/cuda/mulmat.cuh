@@ -18,11 +18,16 @@ GGML_CUDA_OP(mul_mat);
 void ggml_cuda_qcache_written(ggml_cuda_context & ctx, const ggml_tensor * t);
 // Fill the cache with q (ggml_cuda_q8s_size(nrows(b), ne0(b)) bytes of pool memory holding b quantized by a
 // fused kernel, bit-identical to ggml_cuda_quantize_q8s): the next q8_0 mat-vecs reading b skip quantizing.
-void ggml_cuda_qcache_set(ggml_cuda_context & ctx, const ggml_tensor * b, void * q);
+// nsq: b = RMS_NORM(x) * w, and q holds x * w without the norm's scale (ggml_cuda_qt_epi in mmvq.cuh: nsq [ne0/32]
+// partial sums of x^2, eps the norm's); only mat-vecs passing ggml_cuda_mul_mat_reads_q8s_norm may then read b.
+void ggml_cuda_qcache_set(ggml_cuda_context & ctx, const ggml_tensor * b, void * q, const float * nsq = nullptr,
+                          float eps = 0.0f);
 
 // Whether the MUL_MAT node mm runs a mat-vec that reads its activation through ctx.qcache (the q8s layout):
 // the fused norm / attention kernels may then write that layout for it.
 bool ggml_cuda_mul_mat_reads_q8s(const ggml_tensor * mm);
+// ... through the kernels of mmvq-t.cuh with one activation column: they also apply a deferred norm
+bool ggml_cuda_mul_mat_reads_q8s_norm(const ggml_cuda_context & ctx, const ggml_tensor * mm);
 
 // ---- fused decode mat-vecs (plan_fusions / run_fused in ggml-cuda.cu) ----------------------------
 // mm[0..n-1], n 2..MMV_GROUP_MAX: MUL_MAT nodes with the same src1 (pointer-equal: one f32 column [K]),
@@ -38,3 +43,12 @@ void ggml_cuda_mul_mat_group(ggml_cuda_context & ctx, ggml_tensor * const * mm, 
 bool ggml_cuda_mul_mat_swiglu_ok(const ggml_cuda_context & ctx, const ggml_tensor * gate, const ggml_tensor * up,
                                  const ggml_tensor * glu);
 void ggml_cuda_mul_mat_swiglu(ggml_cuda_context & ctx, ggml_tensor * gate, ggml_tensor * up, ggml_tensor * glu);
+
+// mm (one column, weights through mmvq-t.cuh in the kernel layout, M % 32 == 0), add = mm + res, norm =
+// RMS_NORM(add), mul = norm * w (code 12): one mat-vec launch writes add and the q8s of add * w with the norm's
+// scale deferred (returned: pool memory; *nsq its partial sums of add^2, see ggml_cuda_qcache_set). mm, norm and
+// mul are NOT written (the caller makes sure only the ADD reads mm and only norm-capable mat-vecs read mul).
+bool ggml_cuda_mul_mat_add_norm_ok(const ggml_cuda_context & ctx, const ggml_tensor * mm, const ggml_tensor * add,
+                                   const ggml_tensor * norm, const ggml_tensor * mul);
+void * ggml_cuda_mul_mat_add_norm(ggml_cuda_context & ctx, ggml_tensor * mm, ggml_tensor * add, ggml_tensor * norm,
+                                  ggml_tensor * mul, const float ** nsq);
