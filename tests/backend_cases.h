@@ -508,6 +508,17 @@ inline std::vector<backend_case> backend_cases() {
             }
         }
     }
+    // ... over vocabulary-sized rows (CUDA: 16-byte loads, several in flight, where rows are dense and n % 4 == 0)
+    for (int64_t n0 : {4100, 32000, 128256}) {
+        for (bool ties : {false, true}) {
+            const int64_t ne[4] = {n0, 3, 1, 1};
+            add("argmax", backend_shape_str(ne) + " vocab" + (ties ? " ties" : ""), BACKEND_NMSE_EXACT,
+                [=](ggml_context * ctx) {
+                    return ggml_argmax(ctx, backend_case_input(ctx, GGML_TYPE_F32, ne, BACKEND_LAYOUT_CONT,
+                                                               ties ? "ties" : "a"));
+                });
+        }
+    }
 
     // SET_ROWS: rows scattered into f32/f16 destinations that are plain, transposed (the transposed V cache:
     // each "row" is a column) or offset views; sources plain or transposed; the row ids broadcast over dim 2

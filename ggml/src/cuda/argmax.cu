@@ -15,8 +15,33 @@ static __global__ void k_argmax(const char * x, int32_t * y, cuda_shape xs) {
     const char * xr = x + blockIdx.x * xs.nb[1];
     float best = -INFINITY;
     int bi = INT_MAX;
-    for (int64_t i = threadIdx.x; i < xs.ne[0]; i += blockDim.x)
-        argmax_merge(best, bi, *(const float *)(xr + i * xs.nb[0]), (int)i);
+    const int64_t n = xs.ne[0];
+    if (xs.nb[0] == 4 && n % 4 == 0 && (uintptr_t)xr % 16 == 0) {
+        // a vocabulary row (32k-128k logits) in 16-byte loads, U of them issued before any is merged: a thread's
+        // loads are then a few round trips to L2, not one per value (one block of 1024 threads per row)
+        constexpr int U = 4;
+        const float4 * x4 = (const float4 *)xr;
+        const int64_t n4 = n / 4;
+        for (int64_t i0 = threadIdx.x; i0 < n4; i0 += U * blockDim.x) {
+            float4 v[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int64_t i = i0 + u * blockDim.x;
+                v[u] = i < n4 ? x4[i] : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+            }
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                const int i = (int)(4 * (i0 + u * blockDim.x));
+                argmax_merge(best, bi, v[u].x, i);
+                argmax_merge(best, bi, v[u].y, i + 1);
+                argmax_merge(best, bi, v[u].z, i + 2);
+                argmax_merge(best, bi, v[u].w, i + 3);
+            }
+        }
+    } else {
+        for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+            argmax_merge(best, bi, *(const float *)(xr + i * xs.nb[0]), (int)i);
+    }
     for (int o = 16; o > 0; o >>= 1) {
         const float v2 = __shfl_xor_sync(0xffffffff, best, o);
         const int i2 = __shfl_xor_sync(0xffffffff, bi, o);
