@@ -1411,33 +1411,41 @@ TEST_CASE("mat-vec epilogue: residual add, and the rms_norm after it deferred to
         }
     }
     // what must stay as it was: a norm result read by an f16 mat-vec too, or a graph output; the mat-vec result read
-    // by another node
+    // by another node; another activation's mat-vec between the norm's readers (it would take the one cached q8s)
     const int64_t E = 256;
     struct nc {
         const char * what;
-        int reader; // 0: f16 mat-vec of the norm, 1: the norm an output, 2: wo's result an output, 3: none (fused)
+        int reader; // 0: f16 mat-vec of the norm, 1: the norm an output, 2: wo's result an output, 3: none (fused),
+                    // 4: gate, another activation's mat-vec, then up
     };
     for (nc c : {nc{"norm read by an f16 mat-vec", 0}, nc{"norm an output", 1}, nc{"wo an output", 2},
-                 nc{"fused", 3}}) {
-        const layer_fn build = [=](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
+                 nc{"fused", 3}, nc{"another mat-vec between the norm's readers", 4}}) {
+        const layer_fn build = [=](ggml_context * cw, ggml_context * cg, ggml_cgraph * gf) {
             ggml_tensor * wo = ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q4_K, E, E, 1, "wo"), leaf(cg, GGML_TYPE_F32, E, 1, 1, "a"));
             ggml_tensor * h = ggml_add(cg, wo, leaf(cg, GGML_TYPE_F32, E, 1, 1, "inp"));
             ggml_tensor * n1 = ggml_mul(cg, ggml_rms_norm(cg, h, 1e-5f), leaf(cw, GGML_TYPE_F32, E, 1, 1, "nw1"));
             ggml_tensor * g = ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q4_K, E, 512, 1, "wg"), n1);
+            ggml_tensor * z = nullptr;
+            if (c.reader == 4) { // nodes: wo, add, norm, mul, g, z, u, ...
+                ggml_build_forward_expand(gf, g);
+                z = ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q4_K, E, 64, 1, "wz"), leaf(cg, GGML_TYPE_F32, E, 1, 1, "b"));
+                ggml_build_forward_expand(gf, z);
+            }
             ggml_tensor * u = ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q4_K, E, 512, 1, "wu"), n1);
             ggml_tensor * sw = ggml_swiglu_split(cg, g, u);
             std::vector<ggml_tensor *> outs = {ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q4_K, 512, E, 1, "wd"), sw)};
             if (c.reader == 0) outs.push_back(ggml_mul_mat(cg, leaf(cw, GGML_TYPE_F16, E, 64, 1, "wf"), n1));
             if (c.reader == 1) outs.push_back(n1);
             if (c.reader == 2) outs.push_back(wo);
+            if (c.reader == 4) outs.push_back(z);
             return outs;
         };
         const fusion_counts n = compare_layer(be, c.what, build, 1e-3);
         INFO(c.what);
-        CHECK(n.glu > 0);
+        CHECK((n.glu > 0) == (c.reader != 4)); // 4: gate and up are not adjacent
         CHECK((n.mmv_norm > 0) == (c.reader == 3));
         // the add+norm kernel still quantizes for gate/up unless an f16 mat-vec reads the norm too, or wo does it
-        CHECK((n.nq8 > 0) == (c.reader == 1 || c.reader == 2));
+        CHECK((n.nq8 > 0) == (c.reader == 1 || c.reader == 2 || c.reader == 4));
     }
 }
 

@@ -655,6 +655,7 @@ static void plan_mmv_norm_fusions(const ggml_cuda_context & ctx, ggml_cgraph * g
     }
     if (mm_of.empty()) return;
     std::set<int> bad;
+    std::map<int, int> last_reader; // group -> the last node reading its MUL
     for (int j = 0; j < n; ++j) {
         const ggml_tensor * u = gf->nodes[j];
         for_each_read(u, [&](const ggml_tensor * t) {
@@ -663,11 +664,24 @@ static void plan_mmv_norm_fusions(const ggml_cuda_context & ctx, ggml_cgraph * g
             } else if (const auto it = mul_of.find(t); it != mul_of.end()) {
                 if (!(u->src[1] == t && ggml_cuda_mul_mat_reads_q8s_norm(ctx, u) && u->src[0] != t))
                     bad.insert(it->second);
+                last_reader[it->second] = j;
             }
         });
     }
+    // The MUL's f32 result is never written: its readers must find the q8s in ctx.qcache, which holds one activation.
+    // So they must follow the group with nothing between them that could quantize another one: only readers, views,
+    // and the SWIGLU of a gate/up pair of readers (code 5).
+    for (const auto & [i, last] : last_reader) {
+        const ggml_tensor * mul = gf->nodes[i + 3];
+        for (int j = i + 4; j <= last; ++j) {
+            const ggml_tensor * u = gf->nodes[j];
+            const bool reader = u->op == GGML_OP_MUL_MAT && u->src[1] == mul;
+            const bool glu = u->op == GGML_OP_SWIGLU && fused[j - 2] == 5 && gf->nodes[j - 2]->src[1] == mul;
+            if (!reader && !glu && !ggml_is_view_op(u->op)) bad.insert(i);
+        }
+    }
     for (const auto & [t, i] : mm_of)
-        if (!bad.count(i)) {
+        if (!bad.count(i) && last_reader.count(i)) {
             fused[i] = 12;
             fused[i + 1] = 0;
         }
