@@ -54,7 +54,7 @@ static __device__ __forceinline__ float qt_norm_scale(const qt_epi_dev & e, floa
 
 // After lane 0 of this warp stored its rows [r0, r0 + nr) of dst (f32, contiguous; nr divides 32 and r0 % nr == 0,
 // so they lie in one group of 32): the warp that completes a group quantizes its 32 rows (times e.qw) into
-// e.qs/qd/qsum and writes their sum of squares to e.nsq_out; the same rounding as k_quantize_q8s (quantize.cuh).
+// e.qs/qd/qsum (q8s_quantize_block, as k_quantize_q8s) and writes their sum of squares to e.nsq_out.
 // Each warp counts its rows with a release add (its stores before its count); no block barrier, no fence on the
 // way out for the other warps. Every lane of the warp calls this.
 static __device__ __forceinline__ void qt_epi_q8(const qt_epi_dev & e, const float * dst, int64_t r0, int nr) {
@@ -66,16 +66,9 @@ static __device__ __forceinline__ void qt_epi_q8(const qt_epi_dev & e, const flo
     if (__shfl_sync(0xffffffff, prev, 0) != 32 - nr) return;
     __threadfence();                             // acquire: the other warps' rows, released by their counts
     const float h = __ldcg(dst + 32 * g + lane); // rows other warps wrote: not through L1
-    const float y = e.qw ? h * __ldcg(e.qw + 32 * g + lane) : h;
-    const float amax = warp_max(fabsf(y));
-    const float sc = q8s_scale(amax);
-    const int8_t q = q8s_quant(y, amax, sc);
-    e.qs[32 * g + lane] = q;
-    const int sm = q8s_block_sums(q, lane);
+    q8s_quantize_block(e.qw ? h * __ldcg(e.qw + 32 * g + lane) : h, lane, e.qs + 32 * g, e.qd + g, e.qsum + g);
     const float ss = warp_sum(h * h);
     if (lane == 0) {
-        e.qd[g] = sc;
-        e.qsum[g] = sm;
         if (e.nsq_out) e.nsq_out[g] = ss;
         e.counters[g] = 0; // for the next launch (ordered after this one by the stream)
     }

@@ -40,15 +40,7 @@ static __global__ void k_quantize_q8s(const char * x, int8_t * qs, float * d, in
     i0 = i0 * 32 + l;
     unravel_row(r, xs.ne[1], xs.ne[2], i1, i2, i3);
     const float v = *(const float *)(x + i0 * xs.nb[0] + i1 * xs.nb[1] + i2 * xs.nb[2] + i3 * xs.nb[3]);
-    const float amax = warp_max(fabsf(v));
-    const float s = q8s_scale(amax);
-    const int8_t q = q8s_quant(v, amax, s);
-    qs[b * 32 + l] = q;
-    const int sm = q8s_block_sums(q, l);
-    if (l == 0) {
-        d[b] = s;
-        sums[b] = sm;
-    }
+    q8s_quantize_block(v, l, qs + b * 32, d + b, sums + b);
 }
 
 void ggml_cuda_quantize_q8s(ggml_cuda_context & ctx, const ggml_tensor * x, void * y) {

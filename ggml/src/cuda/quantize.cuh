@@ -41,3 +41,17 @@ static __device__ __forceinline__ int q8s_block_sums(int q, int lane) {
     const bool low = lane < 16;
     return ((low ? q : hi) & 0xffff) | ((low ? hi : q) << 16);
 }
+
+// One split-layout block held one value per lane (v in lane l: value l of the block): its 32 quants to qs, and from
+// lane 0 its scale to *d and its packed half-block sums to *sums. Every lane of the warp must call.
+static __device__ __forceinline__ void q8s_quantize_block(float v, int lane, int8_t * qs, float * d, int * sums) {
+    const float amax = warp_max(fabsf(v));
+    const float s = q8s_scale(amax);
+    const int8_t q = q8s_quant(v, amax, s);
+    qs[lane] = q;
+    const int sm = q8s_block_sums(q, lane);
+    if (lane == 0) {
+        *d = s;
+        *sums = sm;
+    }
+}
