@@ -6,6 +6,7 @@
 // S = Q K^T: A = Q (16 rows of a warp x D), B = K^T; a K row is a B column, so ldmatrix (no .trans) of 8x8 blocks
 // of K rows gives b0/b1. O = P V: A = P, whose fragments are the S accumulators packed to f16 (C -> A layout:
 // n-tiles 2kk, 2kk+1 of S are k-step kk of P); B = V (keys x D, row-major in shared memory): ldmatrix .trans.
+#include "cp-async.cuh"
 #include "fattn-mma.cuh"
 #include "fattn-range.cuh"
 #include "mma-s8.cuh"
@@ -34,15 +35,6 @@ static __device__ __forceinline__ void fm_ldsm_t(uint32_t (&r)[4], const half * 
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(s));
-}
-static __device__ __forceinline__ void fm_cp16(half * dst, const char * src) {
-    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(src));
-}
-// 16 bytes of shared memory from the first n (0..16) bytes at src, the rest zero
-static __device__ __forceinline__ void fm_cp16n(void * dst, const char * src, int n) {
-    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(n));
 }
 static __device__ __forceinline__ uint32_t fm_pack(float x, float y) {
     const half2 h = __floats2half2_rn(x, y);
@@ -107,8 +99,8 @@ template <int D> static __global__ void __launch_bounds__(128) k_fattn_mma(const
         for (int e = threadIdx.x; e < FM_BN * CH; e += blockDim.x) {
             const int j = e / CH, ch = e % CH;
             const int64_t key = min(tile * FM_BN + j, p.n_kv - 1);
-            fm_cp16(Ks + (buf * FM_BN + j) * LD + ch * 8, kb + key * p.ks.nb[1] + ch * 16);
-            fm_cp16(Vs + (buf * FM_BN + j) * LD + ch * 8, vb + key * p.vs.nb[1] + ch * 16);
+            cp_async16(Ks + (buf * FM_BN + j) * LD + ch * 8, kb + key * p.ks.nb[1] + ch * 16);
+            cp_async16(Vs + (buf * FM_BN + j) * LD + ch * 8, vb + key * p.vs.nb[1] + ch * 16);
         }
         if (p.mask_stage) { // the mask rows of the block's tokens for these keys (bytes past n_kv read as zero)
             const int mch = FM_BN * mes / 16; // 16-byte chunks per token
@@ -116,11 +108,11 @@ template <int D> static __global__ void __launch_bounds__(128) k_fattn_mma(const
                 const int tt = e / mch, ch = e % mch;
                 const int k0 = tile * FM_BN + ch * (16 / mes);
                 const int n = max(0, min(16, (p.n_kv - k0) * mes));
-                fm_cp16n(Ms + ((buf * FM_BM + tt) * FM_BN) * mes + ch * 16,
+                cp_async16n(Ms + ((buf * FM_BM + tt) * FM_BN) * mes + ch * 16,
                          p.mask + (int64_t)(t_lo + tt) * p.ms.nb[1] + (int64_t)(n > 0 ? k0 : 0) * mes, n);
             }
         }
-        asm volatile("cp.async.commit_group;\n");
+        cp_async_commit();
     };
 
     const char * mrow[2];
@@ -142,9 +134,9 @@ template <int D> static __global__ void __launch_bounds__(128) k_fattn_mma(const
         const int buf = it & 1;
         if (it + 1 < n_tiles) {
             load_tile(tile_begin + it + 1, buf ^ 1);
-            asm volatile("cp.async.wait_group 1;\n");
+            cp_async_wait<1>();
         } else {
-            asm volatile("cp.async.wait_group 0;\n");
+            cp_async_wait<0>();
         }
         __syncthreads();
         const half * Kb = Ks + buf * FM_BN * LD;
@@ -320,11 +312,6 @@ template <int D, int W, int NS, bool Q8> struct fmd_cfg {
     static_assert(W * 16 * D * 4 + W * 16 * 2 * 4 <= smem, "fattn mma decode: merge space");
 };
 
-// n bytes (4, 8 or 16) global -> shared, through L1 (.ca: the only form for 4 and 8 bytes)
-template <int N> static __device__ __forceinline__ void fm_cpn(void * dst, const char * src) {
-    const unsigned s = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(s), "l"(src), "n"(N));
-}
 
 // Rows of a q8_0 tile widened: raw [FMD_BN][RB] (the K or the V rows) -> f16 [FMD_BN][LD]. A unit is 16 values of
 // one block (a half): its scale, 16 bytes (2-byte aligned: 8 halfword loads), q + 128 put in the low byte of the f16
@@ -447,7 +434,7 @@ static __device__ __forceinline__ void fmd_sw_loop(const fa_params & p, char * W
 
     for (int it = 0; key_w + it * step < kv1; ++it) {
         load_tile(key_w + (it + NS - 1) * step, (it + NS - 1) % NS);
-        asm volatile("cp.async.wait_group %0;\n" ::"n"(NS - 1));
+        cp_async_wait<NS - 1>();
         __syncwarp();
         const int st = it % NS, key0 = key_w + it * step;
         const half * Kb = (const half *)(Wsm + st * C::stage_bytes);
@@ -532,7 +519,7 @@ static __device__ __forceinline__ void fmd_sw_loop(const fa_params & p, char * W
         }
         __syncwarp(); // the next iteration's load overwrites the stage NS - 1 tiles ahead: this one (Q8: and Ts)
     }
-    asm volatile("cp.async.wait_group 0;\n");
+    cp_async_wait<0>();
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
         l[i] += __shfl_xor_sync(0xffffffff, l[i], 4);
@@ -604,8 +591,8 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
                 for (int e = lane; e < BN * PR; e += 32) {
                     const int j = e / PR, pc = e % PR;
                     const int64_t key = min(key0 + j, kv1 - 1);
-                    fm_cpn<CB>(kd + j * RB + pc * CB, kb + key * ks + pc * CB);
-                    fm_cpn<CB>(vd + j * RB + pc * CB, vb + key * vs + pc * CB);
+                    cp_async_n<CB>(kd + j * RB + pc * CB, kb + key * ks + pc * CB);
+                    cp_async_n<CB>(vd + j * RB + pc * CB, vb + key * vs + pc * CB);
                 }
             } else {
                 half * kd = (half *)(Wsm + st * C::stage_bytes);
@@ -614,8 +601,8 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
                 for (int e = lane; e < BN * CH; e += 32) {
                     const int j = e / CH, ch = e % CH;
                     const int64_t key = min(key0 + j, kv1 - 1);
-                    fm_cp16(kd + j * LD + ch * 8, kb + key * ks + ch * 16);
-                    fm_cp16(vd + j * LD + ch * 8, vb + key * vs + ch * 16);
+                    cp_async16(kd + j * LD + ch * 8, kb + key * ks + ch * 16);
+                    cp_async16(vd + j * LD + ch * 8, vb + key * vs + ch * 16);
                 }
             }
             if (mask_stage) {
@@ -624,12 +611,12 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
                     const int tt = e / mch, ch = e % mch;
                     const int k0 = key0 + ch * (16 / mes);
                     const int n = max(0, min(16, (p.n_kv - k0) * mes));
-                    fm_cp16n(Ms + ((st * FMD_MT + tt) * BN) * mes + ch * 16,
+                    cp_async16n(Ms + ((st * FMD_MT + tt) * BN) * mes + ch * 16,
                              p.mask + (int64_t)tt * p.ms.nb[1] + (int64_t)(n > 0 ? k0 : 0) * mes, n);
                 }
             }
         }
-        asm volatile("cp.async.commit_group;\n"); // an empty group past kv1 keeps the count
+        cp_async_commit(); // an empty group past kv1 keeps the count
     };
 
     const int mat = lane / 8, mi = lane % 8; // ldmatrix: this lane's row address is row mi of matrix mat
@@ -666,7 +653,7 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
 
     for (int it = 0; key_w + it * step < kv1; ++it) {
         load_tile(key_w + (it + NS - 1) * step, (it + NS - 1) % NS);
-        asm volatile("cp.async.wait_group %0;\n" ::"n"(NS - 1));
+        cp_async_wait<NS - 1>();
         __syncwarp();
         const int st = it % NS, key0 = key_w + it * step;
         const half * Kb = (const half *)(Wsm + st * C::stage_bytes);
@@ -748,7 +735,7 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
         }
         __syncwarp(); // the next iteration's load overwrites the stage NS - 1 tiles ahead: this one (Q8: and Ts)
     }
-    asm volatile("cp.async.wait_group 0;\n");
+    cp_async_wait<0>();
     __syncthreads(); // the tiles' space becomes the warps' merge space
 
     auto & s_acc = *reinterpret_cast<float(*)[W][16][D]>(fm_smem);
