@@ -15,13 +15,29 @@
 static double mib(size_t b) { return b / (1024.0 * 1024.0); }
 
 // Forget the kept graph (before graph_mem or sched serve another graph).
+// The last decode's outputs, still in its graph's tensors, into ctx->logits / ctx->argmax.
+static void fetch_outputs(llm_context * ctx) {
+    const llm_graph & g = ctx->graph;
+    if (ctx->logits_pending) {
+        const size_t row_size = (size_t) ctx->model->hp.n_vocab;
+        ggml_backend_tensor_get(g.logits, ctx->logits.data(), 0, ctx->n_logits_rows * row_size * sizeof(float));
+        ctx->logits_pending = false;
+    }
+    if (ctx->argmax_pending) {
+        ggml_backend_tensor_get(g.argmax, &ctx->argmax, 0, sizeof(int32_t));
+        ctx->argmax_pending = false;
+    }
+}
+
 static void drop_graph(llm_context * ctx) {
+    fetch_outputs(ctx);
     if (ctx->graph.ctx) ggml_free(ctx->graph.ctx);
     ctx->graph = llm_graph();
 }
 
 void llm_context_free(llm_context * ctx) {
     if (!ctx) return;
+    ctx->logits_pending = ctx->argmax_pending = false;
     drop_graph(ctx);
     if (ctx->sched) ggml_backend_sched_free(ctx->sched);
     llm_kv_cache_free(ctx->kv);
@@ -99,7 +115,7 @@ llm_context * llm_context_new(llm_model * model, const llm_context_params & para
 // One graph: tokens [i0, i0+n) of the batch. Rows of ctx->logits from `row` on receive the logits of the
 // tokens that want them (out[i] != 0); returns how many.
 static bool decode_ubatch(llm_context * ctx, const llm_batch & b, int i0, int n, const uint8_t * out, int row,
-                          int * n_rows, std::string * err) {
+                          bool lazy, int * n_rows, std::string * err) {
     const int32_t * seq = b.seq_id.data() + i0;
     const int32_t * pos = b.pos.data() + i0;
     std::vector<int32_t> & cells = ctx->ubatch_cells;
@@ -159,9 +175,13 @@ static bool decode_ubatch(llm_context * ctx, const llm_batch & b, int i0, int n,
     }
     *n_rows = n_out;
     if (n_out > 0) {
-        const size_t row_size = (size_t) ctx->model->hp.n_vocab;
-        ggml_backend_tensor_get(g.logits, ctx->logits.data() + row * row_size, 0, n_out * row_size * sizeof(float));
-        ggml_backend_tensor_get(g.argmax, &ctx->argmax, 0, sizeof(int32_t));
+        ctx->logits_pending = ctx->argmax_pending = true;  // rows [0, n_out) when lazy (row is 0)
+        if (!lazy) {
+            const size_t row_size = (size_t) ctx->model->hp.n_vocab;
+            ggml_backend_tensor_get(g.logits, ctx->logits.data() + row * row_size, 0, n_out * row_size * sizeof(float));
+            ggml_backend_tensor_get(g.argmax, &ctx->argmax, 0, sizeof(int32_t));
+            ctx->logits_pending = ctx->argmax_pending = false;
+        }
     }
     return true;
 }
@@ -207,6 +227,7 @@ static bool decode(llm_context * ctx, const llm_batch & b, std::string * err) {
     if (!check_batch(ctx, b, err)) return false;
     const int n = b.size();
     const int64_t t0 = ggml_time_us();
+    ctx->logits_pending = ctx->argmax_pending = false;  // this decode's outputs replace the last one's
     const bool all = ctx->params.all_logits;
     std::vector<uint8_t> & out = ctx->batch_out;
     out.assign(b.logits.begin(), b.logits.end());
@@ -222,7 +243,8 @@ static bool decode(llm_context * ctx, const llm_batch & b, std::string * err) {
     for (int i0 = 0; i0 < n; i0 += ctx->n_batch) {
         const int nb = std::min(ctx->n_batch, n - i0);
         int got = 0;
-        if (!decode_ubatch(ctx, b, i0, nb, out.data() + i0, row, &got, err)) {
+        // one graph: its outputs stay on the backend until asked for
+        if (!decode_ubatch(ctx, b, i0, nb, out.data() + i0, row, nb == n, &got, err)) {
             ctx->n_logits_rows = 0;
             ctx->out_row.clear();
             return false;
@@ -263,20 +285,30 @@ bool llm_decode(llm_context * ctx, const int32_t * tokens, int n, std::string * 
 
 const float * llm_get_logits(llm_context * ctx) {
     if (ctx->n_logits_rows == 0) return nullptr;
+    fetch_outputs(ctx);
     return ctx->logits.data() + (size_t) (ctx->n_logits_rows - 1) * ctx->model->hp.n_vocab;
 }
 
 const float * llm_get_logits_ith(llm_context * ctx, int i) {
     if (i < 0 || i >= ctx->n_logits_rows) return nullptr;
+    fetch_outputs(ctx);
     return ctx->logits.data() + (size_t) i * ctx->model->hp.n_vocab;
 }
 
 const float * llm_get_logits_batch(llm_context * ctx, int i) {
     if (i < 0 || i >= (int) ctx->out_row.size() || ctx->out_row[i] < 0) return nullptr;
+    fetch_outputs(ctx);
     return ctx->logits.data() + (size_t) ctx->out_row[i] * ctx->model->hp.n_vocab;
 }
 
-int32_t llm_argmax_last(llm_context * ctx) { return ctx->n_logits_rows > 0 ? ctx->argmax : -1; }
+int32_t llm_argmax_last(llm_context * ctx) {
+    if (ctx->n_logits_rows == 0) return -1;
+    if (ctx->argmax_pending) {
+        ggml_backend_tensor_get(ctx->graph.argmax, &ctx->argmax, 0, sizeof(int32_t));
+        ctx->argmax_pending = false;
+    }
+    return ctx->argmax;
+}
 int llm_n_ctx(const llm_context * ctx) { return ctx->n_ctx; }
 int llm_n_past(const llm_context * ctx) { return ctx->kv.seq_pos_max[0] + 1; }
 int llm_n_seq_max(const llm_context * ctx) { return ctx->kv.n_seq_max; }

@@ -111,6 +111,10 @@ struct llm_context {
     std::vector<int32_t> ubatch_cells;     // [n_batch] cells of the current graph's tokens
     std::vector<int32_t> ubatch_out_ids;   // [n_batch] its tokens that get logits
     int32_t argmax = -1;        // argmax of the last row, computed in the graph
+    // A decode of one graph leaves its logits rows and argmax in the graph's outputs (on the GPU, a copy to the host
+    // per token: 128 KiB for a 32000-token vocabulary, 501 KiB for 128256); they are copied into `logits` /
+    // `argmax` on first access (llm_get_logits*, llm_argmax_last) or before the graph is dropped.
+    bool logits_pending = false, argmax_pending = false;
     llm_perf perf;
 };
 
