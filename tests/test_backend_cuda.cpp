@@ -871,7 +871,7 @@ TEST_CASE("quantized types: mat-vec (N 1..8) and prompt GEMM (N 9..17, 511..513)
 // the mat-vec range and ragged last column tiles, K of several steps with a partial last step, batches with
 // broadcast over dims 2 and 3, K split over blocks; MMQ forced for every N (GGML_CUDA_MMQ_MAX_N), then the same
 // shapes through the old path (GGML_CUDA_NO_MMQ=1).
-TEST_CASE("quantized types: int8 tensor-core GEMM (MMQ), ragged tiles, several K steps, batches") {
+TEST_CASE("quantized types: int8 tensor-core GEMM (MMQ), ragged tiles, several K steps, split K, batches") {
     std::vector<ggml_type> types = {GGML_TYPE_Q8_0};
     types.insert(types.end(), std::begin(k_qtypes), std::end(k_qtypes));
     for (const bool no_mmq : {false, true}) {
@@ -907,6 +907,16 @@ TEST_CASE("quantized types: int8 tensor-core GEMM (MMQ), ragged tiles, several K
                     return ggml_mul_mat(cg, leaf(cw, t, 2048, 19, 2, "w"), leaf(cg, GGML_TYPE_F32, 2048, 12, 4, "x"));
                 },
                 qtol(t));
+            // 30 K steps over 3 x 2 ragged tiles: split over K (6 slices of 5 steps on 132 SMs), each tile's slices
+            // added into dst
+            if (!no_mmq)
+                compare_w(
+                    be, tn + " K3840 M300 N70 (split over K, ragged tiles)",
+                    [=](ggml_context * cw, ggml_context * cg) {
+                        return ggml_mul_mat(cg, leaf(cw, t, 3840, 300, 1, "w"),
+                                            leaf(cg, GGML_TYPE_F32, 3840, 70, 1, "x"));
+                    },
+                    qtol(t));
             compare_w(
                 be, tn + " batched N33 (broadcast over dims 2 and 3)",
                 [=](ggml_context * cw, ggml_context * cg) {

@@ -189,6 +189,52 @@ TEST_CASE("batched sequences on the GPU equal each sequence alone on the CPU") {
     llm_model_free(cpu);
 }
 
+// Decode steps replay their CUDA graph: consecutive single-token steps differ only in their inputs' contents
+// (graph.cpp), so after the first steps of a KV-length bucket the backend launches the executable it captured,
+// with no capture or update on the host, and without comparing the graph again (the scheduler's plan_id; here
+// GGML_CUDA_GRAPH_VERIFY=1 compares it all the same and aborts on a difference). 40 steps from position 24 (one
+// bucket of 256 cells), q8_0 weights (the fused mat-vec paths), with and without flash attention;
+// GGML_CUDA_GRAPH_DEBUG=1 logs why a step missed.
+TEST_CASE("decode steps replay the captured CUDA graph") {
+    if (std::getenv("GGML_CUDA_DISABLE_GRAPHS") || std::getenv("GGML_CUDA_PROFILE")) return;
+    const std::string path = gen_model("gpu_l3_q8", std::string(k_l3) + " --outtype q8_0 --seed 23");
+    for (const bool fa : {false, true}) {
+        std::string err;
+        llm_model_params mp;
+        mp.n_gpu_layers = 99;
+        llm_model * m = llm_model_load(path.c_str(), mp, &err);
+        REQUIRE_MESSAGE(m != nullptr, err);
+        llm_context_params cp;
+        cp.n_ctx = 256;
+        cp.n_threads = 2;
+        cp.type_k = cp.type_v = GGML_TYPE_F16;
+        cp.flash_attn = fa;
+        setenv("GGML_CUDA_GRAPH_VERIFY", "1", 1); // read by the context's CUDA backend at its init
+        llm_context * c = llm_context_new(m, cp, &err);
+        unsetenv("GGML_CUDA_GRAPH_VERIFY");
+        REQUIRE_MESSAGE(c != nullptr, err);
+        const std::vector<int32_t> toks = random_tokens(64, 300, 5);
+        REQUIRE_MESSAGE(llm_decode(c, toks.data(), 24, &err), err);
+        ggml_cgraph * gf = llm_last_graph(c);
+        REQUIRE(gf != nullptr);
+        ggml_backend_t gpu = ggml_backend_sched_get_tensor_backend(llm_get_sched(c), ggml_graph_node(gf, -1));
+        REQUIRE((gpu != nullptr && ggml_backend_is_cuda(gpu)));
+        int r0 = 0, u0 = 0, i0 = 0;
+        ggml_backend_cuda_get_graph_stats(gpu, &r0, &u0, &i0);
+        for (int i = 24; i < 64; ++i)
+            REQUIRE_MESSAGE(llm_decode(c, &toks[i], 1, &err), err);
+        int r1 = 0, u1 = 0, i1 = 0;
+        ggml_backend_cuda_get_graph_stats(gpu, &r1, &u1, &i1);
+        MESSAGE(std::string(fa ? "flash attention" : "mul_mat attention") << ", 40 decode steps: " << r1 - r0 << " replays, "
+                                                                << u1 - u0 << " updates, " << i1 - i0
+                                                                << " instantiations");
+        CHECK(r1 - r0 >= 37);
+        CHECK(u1 - u0 + i1 - i0 <= 2);
+        llm_context_free(c);
+        llm_model_free(m);
+    }
+}
+
 // -c too large for the GPU (llm-main/llm-server pass n_ctx as n_ctx_hint): the load fails with one line that
 // names n_ctx, the KV cache and the free memory, before any weight is uploaded (the progress callback, called as
 // the upload goes, never runs); it does not abort. A context that fits loads as usual.

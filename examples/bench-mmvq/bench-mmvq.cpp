@@ -1,8 +1,8 @@
-// bench-mmvq - decode mat-vec (q8_0 weights x one f32 column) on the CUDA backend, in GB/s of weight
-// bytes read, against the copy bandwidth roofline. The mmvq kernel variant comes from the backend's
+// bench-mmvq - decode mat-vec (q8_0 weights x one f32 column, or N columns: batched decode's GEMM) on the CUDA
+// backend, in GB/s of weight bytes read, against the copy bandwidth roofline. The mmvq kernel variant comes from the backend's
 // env var GGML_CUDA_MMVQ (5 = v5 blocks of R rows, 2/4/8 = v6 warp per row with that many 16-byte
 // loads in flight); run once per variant.
-//   bench-mmvq [reps=50] [total MB of weight copies=1024]
+//   bench-mmvq [reps=50] [total MB of weight copies=1024] [N columns=1]
 // Shapes: [K, M] = 4096x4096, 4096x11008, 11008x4096. Copies of each weight are rotated (total
 // bytes >> 50 MB L2) in one graph of mul_mat nodes sharing the activation; the graph is computed
 // reps times and the median wall time per graph (host clock after a synchronize) is reported.
@@ -28,8 +28,9 @@ static double now_s() {
 int main(int argc, char ** argv) {
     const int reps = argc > 1 ? atoi(argv[1]) : 50;
     const double total_mb = argc > 2 ? atof(argv[2]) : 1024.0;
-    if (reps <= 0 || total_mb <= 0) {
-        fprintf(stderr, "usage: bench-mmvq [reps > 0] [total MB > 0]\n");
+    const int64_t N = argc > 3 ? atoll(argv[3]) : 1;
+    if (reps <= 0 || total_mb <= 0 || N <= 0 || N > 4096) {
+        fprintf(stderr, "usage: bench-mmvq [reps > 0] [total MB > 0] [N columns 1..4096]\n");
         return 1;
     }
     ggml_backend_t be = ggml_backend_cuda_init(0);
@@ -41,7 +42,7 @@ int main(int argc, char ** argv) {
     const int shapes[3][2] = {{4096, 4096}, {4096, 11008}, {11008, 4096}};
     std::mt19937 rng(42);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    printf("| variant | K | M | copies | us/call | GB/s |\n| --- | --- | --- | --- | --- | --- |\n");
+    printf("| variant | K | M | N | copies | us/call | GB/s |\n| --- | --- | --- | --- | --- | --- | --- |\n");
     for (const auto & sh : shapes) {
         const int64_t K = sh[0], M = sh[1];
         const size_t wbytes = ggml_row_size(GGML_TYPE_Q8_0, K) * M;
@@ -66,15 +67,15 @@ int main(int argc, char ** argv) {
         }
         for (int i = 0; i < nc; ++i)
             ggml_backend_tensor_set(w[i], q.data(), 0, wbytes);
-        ggml_tensor * x = ggml_new_tensor_2d(gctx, GGML_TYPE_F32, K, 1); // [K, 1]
+        ggml_tensor * x = ggml_new_tensor_2d(gctx, GGML_TYPE_F32, K, N); // [K, N]
         ggml_cgraph * gf = ggml_new_graph_custom(gctx, 4 * nc + 16);
         for (int i = 0; i < nc; ++i)
-            ggml_build_forward_expand(gf, ggml_mul_mat(gctx, w[i], x)); // [M, 1]
+            ggml_build_forward_expand(gf, ggml_mul_mat(gctx, w[i], x)); // [M, N]
         ggml_backend_buffer_t gbuf = ggml_backend_alloc_ctx_tensors(gctx, be);
-        std::vector<float> xv(K);
+        std::vector<float> xv(K * N);
         for (auto & v : xv)
             v = dist(rng);
-        ggml_backend_tensor_set(x, xv.data(), 0, K * sizeof(float));
+        ggml_backend_tensor_set(x, xv.data(), 0, xv.size() * sizeof(float));
         std::vector<double> t;
         for (int r = 0; r < reps + 3; ++r) {
             const double t0 = now_s();
@@ -87,7 +88,8 @@ int main(int argc, char ** argv) {
         }
         std::sort(t.begin(), t.end());
         const double per = t[t.size() / 2] / nc;
-        printf("| %s | %lld | %lld | %d | %.2f | %.0f |\n", var ? var : "default", (long long)K, (long long)M, nc,
+        printf("| %s | %lld | %lld | %lld | %d | %.2f | %.0f |\n", var ? var : "default", (long long)K, (long long)M,
+               (long long)N, nc,
                per * 1e6, wbytes / per / 1e9);
         ggml_backend_buffer_free(gbuf);
         ggml_backend_buffer_free(wbuf);

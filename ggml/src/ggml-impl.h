@@ -13,6 +13,10 @@ struct ggml_cgraph {
     ggml_tensor ** nodes;     // ops in topological order (sources before users)
     ggml_tensor ** leafs;     // tensors with op NONE (weights, inputs, constants)
     std::unordered_set<const ggml_tensor *> * visited;  // owned by the context
+    // Non-zero: the scheduler's id of this split graph, fresh at every ggml_backend_sched_alloc_graph. Two
+    // computes with the same id run the same nodes on the same tensors, shapes, data and params (only input
+    // contents differ), so a backend may launch what it captured last time without comparing the graph again.
+    uint64_t plan_id = 0;
 };
 
 // A small struct with a tensor's shape and strides, for kernels (instead of injected locals).

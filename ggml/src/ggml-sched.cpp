@@ -15,6 +15,7 @@
 #include "ggml-impl.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -430,6 +431,8 @@ bool ggml_backend_sched_alloc_graph(ggml_backend_sched_t sched, ggml_cgraph * gf
         }
     }
     rewrites_undo(sched);
+    static std::atomic<uint64_t> next_plan_id{0};
+    for (auto & g : sched->split_graphs) g.plan_id = ++next_plan_id;
     sched->cur_graph = gf;
     sched->cur_n_nodes = gf->n_nodes;
     sched->is_alloc = true;

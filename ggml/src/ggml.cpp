@@ -329,6 +329,7 @@ ggml_cgraph * ggml_new_graph_custom(ggml_context * ctx, size_t size) {
     gf->size = (int) size;
     gf->n_nodes = 0;
     gf->n_leafs = 0;
+    gf->plan_id = 0;
     gf->nodes = (ggml_tensor **) ctx_alloc(ctx, size * sizeof(ggml_tensor *), "graph nodes");
     gf->leafs = (ggml_tensor **) ctx_alloc(ctx, size * sizeof(ggml_tensor *), "graph leafs");
     ctx->graph_sets.push_back(std::make_unique<std::unordered_set<const ggml_tensor *>>());

@@ -114,6 +114,9 @@ struct ggml_cuda_context {
     ggml_cuda_qcache hcache; // f16 activations of f16-weight GEMMs (prompts: q/k/v and gate/up share one)
     int n_sm = 0;
     bool use_graphs = true;
+    // GGML_CUDA_GRAPH_FULL_CHECK=1: compare the whole graph record even when the scheduler's plan_id says the
+    // graph is the one launched last; GGML_CUDA_GRAPH_VERIFY=1: compare it too, and abort on a difference (tests)
+    bool graph_full_check = false, graph_verify = false;
     bool use_fusion = true;
     bool use_mmv_norm = true; // fusion code 12 (ggml-cuda.cu); GGML_CUDA_NO_MMV_NORM=1: off
     bool use_pdl = false;     // programmatic dependent launch (sm_90+, not GGML_CUDA_NO_PDL): see ggml_cuda_launch
@@ -129,6 +132,8 @@ struct ggml_cuda_context {
     // dequantization + cuBLAS; GGML_CUDA_NO_MMQ=1: never
     bool use_mmq = true;
     int64_t mmq_max_n = -1;
+    // GGML_CUDA_MMQ_KS: the GEMM's K split fixed (an A/B; 0: chosen per shape, mmq-t.cuh)
+    int mmq_ks = 0;
     // GGML_CUDA_TWICE=norm,rope,attn,mmv,other: timing probe, the kernels of those node classes are launched twice
     // (results are then wrong where a kernel is not idempotent); the step time's increase is the class's cost
     unsigned twice_mask = 0;

@@ -199,6 +199,8 @@ ggml_backend_buffer_type_t ggml_backend_cuda_host_buffer_type() {
 // A graph is replayed when its topology (ops, types, shapes, strides, fusions) matches one seen
 // before. Same pointers and params: the instantiated graph is launched as is. Otherwise the
 // stream is captured again and the executable is updated in place (cudaGraphExecUpdate).
+// The scheduler's split graph launched last time, not planned again since (the same non-zero
+// plan_id: decode steps of a kept graph), is launched without building and comparing its record.
 struct cuda_graph_entry {
     std::vector<int64_t> key;
     std::vector<uintptr_t> vals;
@@ -215,6 +217,7 @@ struct ggml_cuda_graph_cache {
     int n_replay = 0, n_update = 0, n_instantiate = 0; // stats (for tests and tuning)
     uint64_t next_id = 0, last_id = 0; // last_id: the entry the last call launched (0: none)
     std::vector<uintptr_t> last_vals;  // and that call's graph_vals
+    uint64_t last_plan_id = 0;         // and its graph's plan_id (ggml-impl.h; 0: none)
     void clear_execs() {
         for (auto & e : entries)
             if (e.exec) {
@@ -265,9 +268,12 @@ static std::string profile_label(const ggml_tensor * t, int fused) {
     }
     std::string l = ggml_op_name(t->op);
     if (t->op == GGML_OP_MUL_MAT) {
+        const int64_t n = t->src[1]->ne[1];
         l += std::string(" ") + ggml_type_name(t->src[0]->type) +
-             (t->src[1]->ne[1] <= MUL_MAT_VEC_MAX_N ? " vec" : " gemm");
+             (n <= MUL_MAT_VEC_MAX_N ? " vec" : n <= 128 ? " gemm n<=128" : " gemm");
         if (t->src[0]->ne[2] > 1 || t->src[1]->ne[2] > 1) l += " batched";
+    } else if (t->op == GGML_OP_FLASH_ATTN_EXT) {
+        l += t->src[0]->ne[1] <= 128 ? " q<=128" : " q>128";
     }
     return l;
 }
@@ -808,6 +814,7 @@ static void graph_key(ggml_cgraph * gf, const std::vector<uint8_t> & fused, std:
 // The record is written into buf (only ever grown, so no call pays for zero-filling it) and is buf[0, n).
 struct graph_vals_buf {
     std::vector<uintptr_t> buf;
+    std::vector<uint32_t> off; // [n_nodes]: where each node's record starts (GGML_CUDA_GRAPH_DEBUG reports)
     size_t n = 0;
     bool operator==(const std::vector<uintptr_t> & o) const {
         return o.size() == n && std::memcmp(buf.data(), o.data(), n * sizeof(uintptr_t)) == 0;
@@ -819,6 +826,7 @@ static void graph_vals(ggml_cgraph * gf, graph_vals_buf & vals) {
     constexpr size_t per_tensor = 11, per_node = per_tensor + GGML_MAX_OP_PARAMS / 8 + 1 + GGML_MAX_SRC * (1 + per_tensor);
     const size_t bound = 1 + per_node * (size_t)gf->n_nodes;
     if (vals.buf.size() < bound) vals.buf.resize(bound);
+    if (vals.off.size() < (size_t)gf->n_nodes) vals.off.resize(gf->n_nodes);
     uintptr_t * v = vals.buf.data();
     *v++ = (uintptr_t)gf->n_nodes;
     auto put = [&v](const ggml_tensor * t) {
@@ -833,6 +841,7 @@ static void graph_vals(ggml_cgraph * gf, graph_vals_buf & vals) {
     static_assert(GGML_MAX_OP_PARAMS % 8 == 0 && sizeof(uintptr_t) == 8, "op params packed two per word");
     for (int i = 0; i < gf->n_nodes; ++i) {
         const ggml_tensor * t = gf->nodes[i];
+        vals.off[i] = (uint32_t)(v - vals.buf.data());
         if (ggml_is_view_op(t->op) || t->op == GGML_OP_NONE) {
             *v++ = (uintptr_t)t->op | (uintptr_t)1 << 31;
             continue;
@@ -849,6 +858,33 @@ static void graph_vals(ggml_cgraph * gf, graph_vals_buf & vals) {
         *v++ = (uintptr_t)1 << 30; // end of the node's sources
     }
     vals.n = (size_t)(v - vals.buf.data());
+}
+
+// GGML_CUDA_GRAPH_DEBUG=1: why a graph that matches the last one's key could not be launched as is (the first
+// word of the record that differs, and its node), logged for the first 48 such calls.
+static bool graph_debug_line() {
+    static const bool on = std::getenv("GGML_CUDA_GRAPH_DEBUG") != nullptr;
+    static int n_logged = 0;
+    return on && n_logged++ < 48;
+}
+
+static void graph_vals_explain(ggml_cgraph * gf, const graph_vals_buf & vals, const std::vector<uintptr_t> & old) {
+    if (old.empty() || !graph_debug_line()) return;
+    if (old[0] != vals.buf[0]) {
+        GGML_LOG_WARN("graph replay missed: %d nodes, the last call %d\n", gf->n_nodes, (int)old[0]);
+        return;
+    }
+    size_t w = 0;
+    while (w < vals.n && w < old.size() && vals.buf[w] == old[w])
+        ++w;
+    if (w >= vals.n || w >= old.size()) return;
+    int i = 0;
+    while (i + 1 < gf->n_nodes && vals.off[i + 1] <= w)
+        ++i;
+    const ggml_tensor * t = gf->nodes[i];
+    GGML_LOG_WARN("graph replay missed: node %d '%s' (%s), word %zu of its record: 0x%llx, last call 0x%llx\n", i,
+                  t->name, ggml_op_name(t->op), w - vals.off[i], (unsigned long long)vals.buf[w],
+                  (unsigned long long)old[w]);
 }
 
 // Prompt-sized graphs (a mat-mul over more than MUL_MAT_VEC_MAX_N columns) run eagerly: their kernels are
@@ -897,11 +933,18 @@ static ggml_status cuda_graph_compute_impl(ggml_backend_t backend, ggml_cgraph *
     const bool capturable = ctx.use_graphs && !(ctx.prof && !hp) && graph_is_capturable(gf);
     if (capturable) { // the same graph as the last call (decode steps): launch its executable as is
         ggml_cuda_graph_cache & gc = *ctx.graphs;
-        graph_vals(gf, vals);
         cuda_graph_entry * last = nullptr;
         for (auto & x : gc.entries)
             if (x.id == gc.last_id && x.exec) last = &x;
-        if (last && last->n_fail < 4 && vals == gc.last_vals) {
+        // the scheduler's split graph of the last call, not planned again since: the same record, not compared
+        // again (GGML_CUDA_GRAPH_FULL_CHECK=1: always compared; GGML_CUDA_GRAPH_VERIFY=1: compared, and a
+        // difference aborts)
+        const bool same_plan = last && gf->plan_id != 0 && gf->plan_id == gc.last_plan_id && !ctx.graph_full_check;
+        if (!same_plan || ctx.graph_verify) graph_vals(gf, vals);
+        if (same_plan && ctx.graph_verify && !(vals == gc.last_vals))
+            GGML_ABORT("CUDA graph: split graph %llu computed again with a different record (plan_id reuse)",
+                       (unsigned long long)gf->plan_id);
+        if (last && last->n_fail < 4 && (same_plan || vals == gc.last_vals)) {
             last->last_use = ++gc.tick;
             ++gc.n_replay;
             last->n_recap = 0;
@@ -916,7 +959,16 @@ static ggml_status cuda_graph_compute_impl(ggml_backend_t backend, ggml_cgraph *
             }
             return GGML_STATUS_SUCCESS;
         }
+        if (same_plan && !ctx.graph_verify) graph_vals(gf, vals); // the paths below need the record
+        if (last && last->n_fail < 4) {
+            graph_vals_explain(gf, vals, gc.last_vals);
+        } else if (graph_debug_line()) {
+            GGML_LOG_WARN("graph replay missed: %s\n", !gc.last_id ? "the last call launched no executable"
+                                                       : !last         ? "the last call's executable was dropped"
+                                                                        : "the last call's graph runs eagerly");
+        }
     }
+    if (ctx.use_graphs) ctx.graphs->last_plan_id = 0;
     std::vector<uint8_t> fused;
     plan_fusions(ctx, gf, fused);
     if (ctx.prof && !hp) return profile_graph(ctx, gf, fused);
@@ -968,6 +1020,7 @@ static ggml_status cuda_graph_compute_impl(ggml_backend_t backend, ggml_cgraph *
     } else {
         e->last_use = gc.tick;
         if (!(e->exec && vals == e->vals)) {
+            if (e->exec) graph_vals_explain(gf, vals, e->vals);
             CUDA_CHECK(cudaStreamBeginCapture(ctx.stream, cudaStreamCaptureModeRelaxed));
             run_graph(ctx, gf, fused);
             cudaGraph_t g = nullptr;
@@ -1000,6 +1053,7 @@ static ggml_status cuda_graph_compute_impl(ggml_backend_t backend, ggml_cgraph *
         CUDA_CHECK(cudaGraphLaunch(e->exec, ctx.stream));
         gc.last_id = e->id;
         gc.last_vals = vals.copy();
+        gc.last_plan_id = gf->plan_id;
     }
     if (hp) {
         const int64_t t_end = ggml_time_us();
@@ -1220,6 +1274,8 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
     }
     ctx->use_fusion = std::getenv("GGML_CUDA_NO_FUSION") == nullptr;
     ctx->use_mmv_norm = std::getenv("GGML_CUDA_NO_MMV_NORM") == nullptr;
+    ctx->graph_full_check = std::getenv("GGML_CUDA_GRAPH_FULL_CHECK") != nullptr;
+    ctx->graph_verify = std::getenv("GGML_CUDA_GRAPH_VERIFY") != nullptr;
     ctx->use_pdl = prop.major >= 9 && std::getenv("GGML_CUDA_NO_PDL") == nullptr;
     ctx->mmvq_v1 = std::getenv("GGML_CUDA_MMVQ_V1") != nullptr;
     ctx->twice_mask = twice_mask_of(std::getenv("GGML_CUDA_TWICE"));
@@ -1228,6 +1284,7 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
     ctx->q8_qt = std::getenv("GGML_CUDA_Q8_V6") == nullptr;
     ctx->use_mmq = std::getenv("GGML_CUDA_NO_MMQ") == nullptr;
     if (const char * mn = std::getenv("GGML_CUDA_MMQ_MAX_N")) ctx->mmq_max_n = atoll(mn);
+    if (const char * ks = std::getenv("GGML_CUDA_MMQ_KS")) ctx->mmq_ks = std::max(0, std::min(16, atoi(ks)));
     if (const char * mv = std::getenv("GGML_CUDA_MMVQ")) {
         const int u = atoi(mv);
         ctx->mmvq_u = u == 2 || u == 4 || u == 5 || u == 8 ? u : ctx->mmvq_u;

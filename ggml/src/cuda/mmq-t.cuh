@@ -21,6 +21,8 @@
 #include "qtypes.cuh"
 #include "quantize.cuh"
 
+#include <algorithm>
+
 #define MMQ_BM 128
 #define MMQ_BN 64
 #define MMQ_KS 128
@@ -240,22 +242,13 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
             }
 }
 
-template <typename T>
-static void qt_mmq(ggml_cuda_context & ctx, const ggml_tensor * a, const void * w, bool early, const void * bq,
-                   const ggml_tensor * b, ggml_tensor * dst) {
-    const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1], B2 = b->ne[2], B3 = b->ne[3];
-    GGML_ASSERT(a->type == T::type && K % T::QK == 0 && K <= INT32_MAX && M <= INT32_MAX && N <= INT32_MAX);
-    GGML_ASSERT(b->ne[0] == K && B2 % a->ne[2] == 0 && B3 % a->ne[3] == 0);
-    if (M == 0 || N == 0 || B2 * B3 == 0) return;
-    GGML_ASSERT(cuda_ceil_div(M, MMQ_BM) <= 65535 && B2 * B3 * 8 <= 65535);
-    const q8s_view x = q8s_view_of(const_cast<void *>(bq), ggml_nrows(b), K);
-    const qregs r = qt_regs_of(T::type, w, ggml_nelements(a) / T::QK);
-    // split K while the tiles fill less than one wave of 2 blocks per SM (small N: batched decode): the split k of
-    // 1..8 (at least 4 steps, 512 values, per block) with the least waves x steps per block, the smaller k on a tie
-    // (gate/up of Llama-2-7B at N <= 64: 86 tiles of 32 steps; k = 3: 258 blocks in one wave of 264 doing 11 steps,
-    // where doubling took k = 4: 344 blocks, two waves of 8 steps)
-    const int64_t tiles = cuda_ceil_div(N, MMQ_BN) * cuda_ceil_div(M, MMQ_BM) * B2 * B3;
-    const int64_t nsteps = cuda_ceil_div(K, MMQ_KS), slots = 2 * (int64_t)ctx.n_sm;
+// The K split of a GEMM of `tiles` output tiles and nsteps K steps: split while the tiles fill less than one wave
+// of 2 blocks per SM (small N: batched decode): the split k of 1..8 (at least 4 steps, 512 values, per block) with
+// the least waves x steps per block, the smaller k on a tie (gate/up of Llama-2-7B at N <= 64: 86 tiles of 32 steps;
+// k = 3: 258 blocks in one wave of 264 doing 11 steps, where doubling took k = 4: 344 blocks, two waves of 8 steps)
+static inline int mmq_ksplit(const ggml_cuda_context & ctx, int64_t tiles, int64_t nsteps) {
+    if (ctx.mmq_ks > 0) return (int)std::min<int64_t>(ctx.mmq_ks, nsteps); // A/B: a fixed split
+    const int64_t slots = 2 * (int64_t)ctx.n_sm;
     int ks = 1;
     if (tiles < slots) {
         int64_t best = nsteps;
@@ -267,6 +260,21 @@ static void qt_mmq(ggml_cuda_context & ctx, const ggml_tensor * a, const void * 
             }
         }
     }
+    return ks;
+}
+
+template <typename T>
+static void qt_mmq(ggml_cuda_context & ctx, const ggml_tensor * a, const void * w, bool early, const void * bq,
+                   const ggml_tensor * b, ggml_tensor * dst) {
+    const int64_t K = a->ne[0], M = a->ne[1], N = b->ne[1], B2 = b->ne[2], B3 = b->ne[3];
+    GGML_ASSERT(a->type == T::type && K % T::QK == 0 && K <= INT32_MAX && M <= INT32_MAX && N <= INT32_MAX);
+    GGML_ASSERT(b->ne[0] == K && B2 % a->ne[2] == 0 && B3 % a->ne[3] == 0);
+    if (M == 0 || N == 0 || B2 * B3 == 0) return;
+    GGML_ASSERT(cuda_ceil_div(M, MMQ_BM) <= 65535 && B2 * B3 * 8 <= 65535);
+    const q8s_view x = q8s_view_of(const_cast<void *>(bq), ggml_nrows(b), K);
+    const qregs r = qt_regs_of(T::type, w, ggml_nelements(a) / T::QK);
+    const int64_t tiles = cuda_ceil_div(N, MMQ_BN) * cuda_ceil_div(M, MMQ_BM) * B2 * B3;
+    const int ks = mmq_ksplit(ctx, tiles, cuda_ceil_div(K, MMQ_KS));
     const dim3 grid((unsigned)cuda_ceil_div(N, MMQ_BN), (unsigned)cuda_ceil_div(M, MMQ_BM), (unsigned)(B2 * B3 * ks));
     if (ks > 1) { // dst (contiguous) zeroed, then the partial sums added; a plain launch after the memset
         GGML_ASSERT(ggml_is_contiguous(dst));
