@@ -54,16 +54,8 @@ static __device__ __forceinline__ void fattn_vec_store(const fa_params & p, int 
     const int t = j / p.r, h = hk * p.r + j % p.r;
     *(float *)((char *)p.dst + d * p.ds.nb[0] + h * p.ds.nb[1] + t * p.ds.nb[2]) = o;
     if (p.q8s) {
-        const float amax = warp_max(fabsf(o));
-        const float sc = q8s_scale(amax);
-        const int64_t i = (int64_t)t * p.n_head * p.D + h * p.D + d; // element of the [n_head * D, T] rows
-        const int8_t q = q8s_quant(o, amax, sc);
-        p.q8s[i] = q;
-        const int sm = q8s_block_sums(q, d % 32);
-        if (d % 32 == 0) {
-            p.q8d[i / 32] = sc;
-            p.q8sum[i / 32] = sm;
-        }
+        const int64_t blk = ((int64_t)t * p.n_head * p.D + h * p.D + d) / 32; // block of the [n_head * D, T] rows
+        q8s_quantize_block(o, d % 32, p.q8s + 32 * blk, p.q8d + blk, p.q8sum + blk);
     }
 }
 

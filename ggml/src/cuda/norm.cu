@@ -29,15 +29,8 @@ static __global__ void k_rms_norm(const char * x, const char * w, char * y, cuda
         if (HAS_W) v *= *(const float *)(wr + (i % ws.ne[0]) * ws.nb[0]);
         *(T *)(yr + i * ys.nb[0]) = from_f32<T>(v);
         if (Q8) { // the whole warp is in this iteration (n % 32 == 0): lanes hold values i - lane .. i - lane + 31
-            const float amax = warp_max(fabsf(v));
-            const float sc = q8s_scale(amax);
-            const int8_t q = q8s_quant(v, amax, sc);
-            qs[(int64_t)blockIdx.x * n + i] = q;
-            const int sm = q8s_block_sums(q, (int)(i % 32));
-            if (i % 32 == 0) {
-                qd[(int64_t)blockIdx.x * (n / 32) + i / 32] = sc;
-                qsum[(int64_t)blockIdx.x * (n / 32) + i / 32] = sm;
-            }
+            const int64_t blk = (int64_t)blockIdx.x * (n / 32) + i / 32;
+            q8s_quantize_block(v, (int)(i % 32), qs + 32 * blk, qd + blk, qsum + blk);
         }
     }
 }
