@@ -14,21 +14,24 @@
 
 static double mib(size_t b) { return b / (1024.0 * 1024.0); }
 
-// Forget the kept graph (before graph_mem or sched serve another graph).
-// The last decode's outputs, still in its graph's tensors, into ctx->logits / ctx->argmax.
-static void fetch_outputs(llm_context * ctx) {
-    const llm_graph & g = ctx->graph;
-    if (ctx->logits_pending) {
-        const size_t row_size = (size_t) ctx->model->hp.n_vocab;
-        ggml_backend_tensor_get(g.logits, ctx->logits.data(), 0, ctx->n_logits_rows * row_size * sizeof(float));
-        ctx->logits_pending = false;
-    }
-    if (ctx->argmax_pending) {
-        ggml_backend_tensor_get(g.argmax, &ctx->argmax, 0, sizeof(int32_t));
-        ctx->argmax_pending = false;
-    }
+// The kept graph's logits (n rows) into rows [row, row + n) of ctx->logits, and its argmax into ctx->argmax.
+static void get_logits(llm_context * ctx, int row, int n) {
+    const size_t row_size = (size_t) ctx->model->hp.n_vocab;
+    ggml_backend_tensor_get(ctx->graph.logits, ctx->logits.data() + row * row_size, 0, n * row_size * sizeof(float));
+    ctx->logits_pending = false;
+}
+static void get_argmax(llm_context * ctx) {
+    ggml_backend_tensor_get(ctx->graph.argmax, &ctx->argmax, 0, sizeof(int32_t));
+    ctx->argmax_pending = false;
 }
 
+// The last decode's outputs, still in its graph's tensors (a one-graph decode), into ctx->logits / ctx->argmax.
+static void fetch_outputs(llm_context * ctx) {
+    if (ctx->logits_pending) get_logits(ctx, 0, ctx->n_logits_rows);
+    if (ctx->argmax_pending) get_argmax(ctx);
+}
+
+// Forget the kept graph (before graph_mem or sched serve another graph).
 static void drop_graph(llm_context * ctx) {
     fetch_outputs(ctx);
     if (ctx->graph.ctx) ggml_free(ctx->graph.ctx);
@@ -174,14 +177,11 @@ static bool decode_ubatch(llm_context * ctx, const llm_batch & b, int i0, int n,
         return false;
     }
     *n_rows = n_out;
-    if (n_out > 0) {
-        ctx->logits_pending = ctx->argmax_pending = true;  // rows [0, n_out) when lazy (row is 0)
-        if (!lazy) {
-            const size_t row_size = (size_t) ctx->model->hp.n_vocab;
-            ggml_backend_tensor_get(g.logits, ctx->logits.data() + row * row_size, 0, n_out * row_size * sizeof(float));
-            ggml_backend_tensor_get(g.argmax, &ctx->argmax, 0, sizeof(int32_t));
-            ctx->logits_pending = ctx->argmax_pending = false;
-        }
+    if (n_out > 0 && lazy) {
+        ctx->logits_pending = ctx->argmax_pending = true;  // rows [0, n_out): row is 0
+    } else if (n_out > 0) {
+        get_logits(ctx, row, n_out);
+        get_argmax(ctx);
     }
     return true;
 }
@@ -303,10 +303,7 @@ const float * llm_get_logits_batch(llm_context * ctx, int i) {
 
 int32_t llm_argmax_last(llm_context * ctx) {
     if (ctx->n_logits_rows == 0) return -1;
-    if (ctx->argmax_pending) {
-        ggml_backend_tensor_get(ctx->graph.argmax, &ctx->argmax, 0, sizeof(int32_t));
-        ctx->argmax_pending = false;
-    }
+    if (ctx->argmax_pending) get_argmax(ctx);
     return ctx->argmax;
 }
 int llm_n_ctx(const llm_context * ctx) { return ctx->n_ctx; }
