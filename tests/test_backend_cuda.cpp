@@ -866,21 +866,24 @@ TEST_CASE("quantized types: mat-vec (N 1..8) and prompt GEMM (N 9..17, 511..513)
     }
 }
 
-// The int8 tensor-core GEMM (mmq.cuh: tiles of 128 weight rows x 64 columns, K steps of 128 values) for every
-// quantized weight type in the kernel layout (repacked q8_0 too): rows not a multiple of the tile, N just above
-// the mat-vec range and ragged last column tiles, K of several steps with a partial last step, batches with
-// broadcast over dims 2 and 3, K split over blocks; MMQ forced for every N (GGML_CUDA_MMQ_MAX_N), then the same
-// shapes through the old path (GGML_CUDA_NO_MMQ=1).
-TEST_CASE("quantized types: int8 tensor-core GEMM (MMQ), ragged tiles, several K steps, split K, batches") {
+// The quantized GEMM (mmq.cuh: tiles of 128 weight rows x 64 columns, K steps of 128 values) for every quantized
+// weight type in the kernel layout (repacked q8_0 too): rows not a multiple of the tile, N just above the mat-vec
+// range and ragged last column tiles, K of several steps with a partial last step, batches with broadcast over
+// dims 2 and 3, K split over blocks. The GEMM forced for every N (GGML_CUDA_MMQ_MAX_N), on f16 tensor cores (the
+// default, mmq-h.cuh) and on int8 tensor cores (GGML_CUDA_MMQ_INT8=1); then the same shapes through dequantization
+// + cuBLAS (GGML_CUDA_NO_MMQ=1).
+TEST_CASE("quantized types: tensor-core GEMM (MMQ, f16 and int8), ragged tiles, several K steps, split K, batches") {
     std::vector<ggml_type> types = {GGML_TYPE_Q8_0};
     types.insert(types.end(), std::begin(k_qtypes), std::end(k_qtypes));
-    for (const bool no_mmq : {false, true}) {
-        // MMQ for every N (the default dispatch sends large N to cuBLAS), then the old path
+    for (const char * mode : {"f16", "int8", "no mmq"}) {
+        const bool no_mmq = std::string(mode) == "no mmq", int8 = std::string(mode) == "int8";
+        // the GEMM for every N (the default dispatch sends large N to cuBLAS), then the old path
         setenv(no_mmq ? "GGML_CUDA_NO_MMQ" : "GGML_CUDA_MMQ_MAX_N", no_mmq ? "1" : "1000000", 1);
+        if (int8) setenv("GGML_CUDA_MMQ_INT8", "1", 1);
         backends be;
         for (ggml_type t : types) {
             const int64_t qk = ggml_blck_size(t);
-            const std::string tn = std::string(ggml_type_name(t)) + (no_mmq ? " (no mmq)" : "");
+            const std::string tn = std::string(ggml_type_name(t)) + " (" + mode + ")";
             // legacy types: 13 blocks (3 full steps + one block); K-quants: 3 super-blocks (6 steps)
             const int64_t K = qk == 32 ? 13 * 32 : 3 * qk;
             for (int64_t M : {37, 130, 256}) {
@@ -909,14 +912,12 @@ TEST_CASE("quantized types: int8 tensor-core GEMM (MMQ), ragged tiles, several K
                 qtol(t));
             // 30 K steps over 3 x 2 ragged tiles: split over K (6 slices of 5 steps on 132 SMs), each tile's slices
             // added into dst
-            if (!no_mmq)
-                compare_w(
-                    be, tn + " K3840 M300 N70 (split over K, ragged tiles)",
-                    [=](ggml_context * cw, ggml_context * cg) {
-                        return ggml_mul_mat(cg, leaf(cw, t, 3840, 300, 1, "w"),
-                                            leaf(cg, GGML_TYPE_F32, 3840, 70, 1, "x"));
-                    },
-                    qtol(t));
+            compare_w(
+                be, tn + " K3840 M300 N70 (split over K, ragged tiles)",
+                [=](ggml_context * cw, ggml_context * cg) {
+                    return ggml_mul_mat(cg, leaf(cw, t, 3840, 300, 1, "w"), leaf(cg, GGML_TYPE_F32, 3840, 70, 1, "x"));
+                },
+                qtol(t));
             compare_w(
                 be, tn + " batched N33 (broadcast over dims 2 and 3)",
                 [=](ggml_context * cw, ggml_context * cg) {
@@ -926,6 +927,7 @@ TEST_CASE("quantized types: int8 tensor-core GEMM (MMQ), ragged tiles, several K
                 qtol(t));
         }
         unsetenv(no_mmq ? "GGML_CUDA_NO_MMQ" : "GGML_CUDA_MMQ_MAX_N");
+        unsetenv("GGML_CUDA_MMQ_INT8");
     }
 }
 
@@ -1077,10 +1079,12 @@ layer_result run_layer(ggml_backend_t backend, const layer_fn & build, uint64_t 
 struct fusion_counts {
     int mmv = 0, glu = 0, nq8 = 0;
     int mmv_norm = 0; // mat-vec + residual add + norm (code 12 in ggml-cuda.cu)
+    int mmv_rope = 0; // q/k/v mat-vecs + rope + KV stores (codes 13 / 14)
 };
 fusion_counts fusion_stats(ggml_backend_t cuda) {
     fusion_counts c;
-    ggml_backend_cuda_get_fusion_stats(cuda, &c.mmv, &c.glu, &c.nq8, nullptr, nullptr, nullptr, &c.mmv_norm);
+    ggml_backend_cuda_get_fusion_stats(cuda, &c.mmv, &c.glu, &c.nq8, nullptr, nullptr, nullptr, &c.mmv_norm,
+                                       &c.mmv_rope);
     return c;
 }
 
@@ -1097,7 +1101,7 @@ fusion_counts compare_layer(backends & be, const std::string & name, const layer
     CHECK(want.ok);
     CHECK(got.ok);
     CHECK(e <= max_nmse);
-    return {c1.mmv - c0.mmv, c1.glu - c0.glu, c1.nq8 - c0.nq8, c1.mmv_norm - c0.mmv_norm};
+    return {c1.mmv - c0.mmv, c1.glu - c0.glu, c1.nq8 - c0.nq8, c1.mmv_norm - c0.mmv_norm, c1.mmv_rope - c0.mmv_rope};
 }
 
 // a CUDA backend with every fusion off (GGML_CUDA_NO_FUSION is read at init)
@@ -1540,6 +1544,65 @@ TEST_CASE("q rope, k rope into the K cache and v into the V cache in one launch 
         }
     }
 }
+// A decode step's q/k/v mat-vecs, rope(q), rope(k) into the K cache and v into the V cache, in the order
+// llm/graph.cpp builds them: one launch (fusion codes 13 / 14: the mat-vec rotates and stores), against the CPU.
+// Weights of several types, f16 / f32 caches, the V cache transposed or not, partial rotation (n_dims < D), freq
+// factors and Llama 3.1 positions; not fused when q is also an output or the rope is NEOX.
+TEST_CASE("q/k/v mat-vecs with the rope and the KV stores in their epilogue (decode)") {
+    backends be;
+    struct rc {
+        ggml_type wt, ct;
+        bool v_trans, ff, big_pos, q_out;
+        int n_dims, mode;
+    };
+    const int64_t hd = 64, hq = 8, hk = 2, K = 256, n_ctx = 9;
+    const rc cases[] = {
+        {GGML_TYPE_Q4_0, GGML_TYPE_F16, false, false, false, false, 64, GGML_ROPE_TYPE_NORMAL},
+        {GGML_TYPE_Q4_0, GGML_TYPE_F16, true, false, false, false, 64, GGML_ROPE_TYPE_NORMAL},
+        {GGML_TYPE_Q8_0, GGML_TYPE_F16, false, true, true, false, 64, GGML_ROPE_TYPE_NORMAL},
+        {GGML_TYPE_Q4_K, GGML_TYPE_F32, false, false, false, false, 32, GGML_ROPE_TYPE_NORMAL},
+        {GGML_TYPE_Q6_K, GGML_TYPE_F32, true, true, false, false, 64, GGML_ROPE_TYPE_NORMAL},
+        {GGML_TYPE_Q4_0, GGML_TYPE_F16, false, false, false, true, 64, GGML_ROPE_TYPE_NORMAL},
+        {GGML_TYPE_Q4_0, GGML_TYPE_F16, false, false, false, false, 64, GGML_ROPE_TYPE_NEOX},
+    };
+    for (const rc & c : cases) {
+        const std::string name = std::string("q/k/v+rope ") + ggml_type_name(c.wt) + " cache " + ggml_type_name(c.ct) +
+                                 (c.v_trans ? " v_trans" : "") + (c.ff ? " ff" : "") + (c.big_pos ? " pos 64k+" : "") +
+                                 (c.q_out ? " q also output" : "") + " n_dims " + std::to_string(c.n_dims) +
+                                 (c.mode == GGML_ROPE_TYPE_NEOX ? " neox" : "");
+        auto build = [=](ggml_context * cw, ggml_context * cg, ggml_cgraph * gf) {
+            ggml_tensor * x = leaf(cg, GGML_TYPE_F32, K, 1, 1, "x");
+            ggml_tensor * q = ggml_mul_mat(cg, leaf(cw, c.wt, K, hd * hq, 1, "wq"), x);
+            ggml_tensor * k = ggml_mul_mat(cg, leaf(cw, c.wt, K, hd * hk, 1, "wk"), x);
+            ggml_tensor * v = ggml_mul_mat(cg, leaf(cw, c.wt, K, hd * hk, 1, "wv"), x);
+            for (ggml_tensor * t : {q, k, v})
+                ggml_build_forward_expand(gf, t);
+            ggml_tensor * pos = leaf(cg, GGML_TYPE_I32, 1, 1, 1, c.big_pos ? "posbig" : "pos");
+            ggml_tensor * ff = c.ff ? leaf(cw, GGML_TYPE_F32, c.n_dims / 2, 1, 1, "ff") : nullptr;
+            ggml_tensor * cell = leaf(cg, GGML_TYPE_I32, 1, 1, 1, "rowids");
+            ggml_tensor * kc = leaf(cg, c.ct, hd * hk, n_ctx, 1, "kcache");
+            ggml_tensor * vc = c.v_trans ? leaf(cg, c.ct, n_ctx, hd * hk, 1, "vcache") : leaf(cg, c.ct, hd * hk, n_ctx, 1, "vcache");
+            ggml_tensor * rq = ggml_rope_ext(cg, ggml_reshape_3d(cg, q, hd, hq, 1), pos, ff, c.n_dims, c.mode,
+                                             500000.0f, 1.0f);
+            ggml_build_forward_expand(gf, rq);
+            ggml_tensor * rk = ggml_rope_ext(cg, ggml_reshape_3d(cg, k, hd, hk, 1), pos, ff, c.n_dims, c.mode,
+                                             500000.0f, 1.0f);
+            ggml_tensor * sk = ggml_set_rows(cg, kc, ggml_reshape_2d(cg, rk, hd * hk, 1), cell);
+            ggml_build_forward_expand(gf, sk);
+            ggml_tensor * sv = ggml_set_rows(cg, c.v_trans ? ggml_transpose(cg, vc) : vc, v, cell);
+            ggml_build_forward_expand(gf, sv);
+            std::vector<ggml_tensor *> outs = {rq, sk, sv};
+            if (c.q_out) outs.push_back(q);
+            return outs;
+        };
+        const fusion_counts n = compare_layer(be, name, build, wtol(c.wt));
+        INFO(name);
+        const bool fused = !c.q_out && c.mode == GGML_ROPE_TYPE_NORMAL;
+        CHECK((n.mmv_rope > 0) == fused);
+        CHECK((n.mmv > 0) == !fused); // else the q/k/v group alone
+    }
+}
+
 TEST_CASE("decode attention: splits merged by the last block; output quantized for the q8_0 / q4_K wo mat-vec") {
     // FLASH_ATTN_EXT -> reshape to [D * n_head, T] -> q8_0 mat-vec (the wo projection of a decode step). The
     // attention kernel writes the q8s activation itself: bit-identical to quantizing its f32 output, and each

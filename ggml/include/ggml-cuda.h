@@ -44,10 +44,11 @@ void ggml_backend_cuda_get_graph_stats(ggml_backend_t backend, int * n_replay, i
 // graph, not per graph replay): adjacent mat-vecs sharing one activation (q/k/v), gate/up mat-vecs with
 // their SWIGLU, norms that also quantized their result for the q8_0 mat-vecs, and ropes that wrote straight
 // into the KV cache (ROPE + SET_ROWS; with q's rope and v's store as well: rope_qkv), and attention kernels
-// that also quantized their output for the q8_0 mat-vec after them (fattn_q8), and mat-vecs that also did the
-// residual add, the norm after it and its quantization (mmv_norm). Any pointer may be nullptr. GGML_CUDA_NO_FUSION=1
-// (read at init) turns all fusions off, GGML_CUDA_NO_MMV_NORM=1 the last kind.
+// that also quantized their output for the q8_0 mat-vec after them (fattn_q8), mat-vecs that also did the
+// residual add, the norm after it and its quantization (mmv_norm), and q/k/v mat-vecs that also did the rope and
+// the KV stores after them (mmv_rope). Any pointer may be nullptr. GGML_CUDA_NO_FUSION=1 (read at init) turns all
+// fusions off, GGML_CUDA_NO_MMV_NORM=1 the mmv_norm kind.
 void ggml_backend_cuda_get_fusion_stats(ggml_backend_t backend, int * n_mmv_group, int * n_swiglu_group,
                                         int * n_norm_q8 = nullptr, int * n_rope_store = nullptr,
                                         int * n_rope_qkv = nullptr, int * n_fattn_q8 = nullptr,
-                                        int * n_mmv_norm = nullptr);
+                                        int * n_mmv_norm = nullptr, int * n_mmv_rope = nullptr);

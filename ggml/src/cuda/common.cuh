@@ -119,6 +119,7 @@ struct ggml_cuda_context {
     bool graph_full_check = false, graph_verify = false;
     bool use_fusion = true;
     bool use_mmv_norm = true; // fusion code 12 (ggml-cuda.cu); GGML_CUDA_NO_MMV_NORM=1: off
+    bool use_mmv_rope = true; // fusion codes 13 / 14 (ggml-cuda.cu); GGML_CUDA_NO_MMV_ROPE=1: off
     bool use_pdl = false;     // programmatic dependent launch (sm_90+, not GGML_CUDA_NO_PDL): see ggml_cuda_launch
     bool mmvq_v1 = false;     // GGML_CUDA_MMVQ_V1=1: the first mmvq kernel (for comparisons)
     int mmvq_u = 2;           // GGML_CUDA_MMVQ=5: v5 kernel for N = 1; =2/4/8: v6 with that many loads in flight
@@ -132,6 +133,9 @@ struct ggml_cuda_context {
     // dequantization + cuBLAS; GGML_CUDA_NO_MMQ=1: never
     bool use_mmq = true;
     int64_t mmq_max_n = -1;
+    // GGML_CUDA_MMQ_INT8=1: that GEMM on int8 tensor cores (k_mmq, activations quantized to q8s) instead of on f16
+    // tensor cores (k_mmqh, weights dequantized per tile in shared memory, activations in f16)
+    bool mmq_int8 = false;
     // GGML_CUDA_MMQ_KS: the GEMM's K split fixed (an A/B; 0: chosen per shape, mmq-t.cuh)
     int mmq_ks = 0;
     // GGML_CUDA_TWICE=norm,rope,attn,mmv,other: timing probe, the kernels of those node classes are launched twice
@@ -140,7 +144,7 @@ struct ggml_cuda_context {
     // fused groups run (plan_fusions in ggml-cuda.cu), counted when launched eagerly or captured, not per replay:
     // mat-vecs sharing one activation, gate/up mat-vecs + SWIGLU, norms that also wrote the q8s activation
     int n_fused_mmv_group = 0, n_fused_swiglu = 0, n_fused_norm_q8 = 0, n_fused_rope_store = 0, n_fused_rope_qkv = 0,
-        n_fused_fattn_q8 = 0, n_fused_mmv_norm = 0;
+        n_fused_fattn_q8 = 0, n_fused_mmv_norm = 0, n_fused_mmv_rope = 0;
     ggml_cuda_graph_cache * graphs = nullptr;
     ggml_cuda_profile * prof = nullptr; // GGML_CUDA_PROFILE=1: per-op GPU times, printed at free
 };

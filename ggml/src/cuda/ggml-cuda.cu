@@ -437,11 +437,17 @@ static void run_node(ggml_cuda_context & ctx, ggml_tensor * t) {
 //      deferred to the mat-vecs reading the MUL (all of them must apply it: ggml_cuda_mul_mat_reads_q8s_norm);
 //      the MUL_MAT, RMS_NORM and MUL results are not written. A code 7 group with the mat-vec before it (wo or
 //      ffn_down of a decode step: the norm kernel after it goes away).
+//   13 / 14: a code 4 group of q, k, v (nodes i..i+2), q's view as heads (i+3) and a code 9 / 10 group after it
+//      (i+4..): the group's mat-vec also rotates q and k and stores k and v in their cache rows
+//      (ggml_cuda_mul_mat_group_rope); q, k, v and the rope(k) result are not written (nothing else reads them).
+//      The rope launch between the q/k/v mat-vecs and the attention of a decode step goes away.
 // Only adjacent nodes are fused: computing node i+1 / i+2 at node i's place is then safe (their inputs are
 // ready, and the allocator cannot have handed their outputs memory that node i still reads). One exception,
 // checked by ggml_cuda_mul_mat_swiglu_ok: SWIGLU's output may lie over the activation once gate/up were its
 // last readers (the f16 kernel then does not fuse; the q8_0 one has quantized it before).
 static int fused_span(int code) {
+    if (code == 13) return 11;
+    if (code == 14) return 10;
     if (code == 9) return 7;
     if (code == 10) return 6;
     if (code == 11) return 2;
@@ -607,6 +613,33 @@ static void plan_rope_store_fusions(ggml_cgraph * gf, std::vector<uint8_t> & fus
     }
 }
 
+// codes 4 + 9 / 10 -> 13 / 14 (the q/k/v group takes the rope + KV stores after it)
+static void plan_mmv_rope_fusions(const ggml_cuda_context & ctx, ggml_cgraph * gf, std::vector<uint8_t> & fused) {
+    const int n = gf->n_nodes;
+    std::map<const ggml_tensor *, int> cand; // q, k, v and their views as heads -> the group's first node
+    for (int i = 0; i + 4 < n; ++i) {
+        if (fused[i] != 4 || fused[i + 3] || (fused[i + 4] != 9 && fused[i + 4] != 10)) continue;
+        ggml_tensor ** t = gf->nodes + i;
+        if (!ggml_cuda_mul_mat_group_rope_ok(ctx, t, 4 + fused_span(fused[i + 4]))) continue;
+        if ((t[0]->flags | t[1]->flags | t[2]->flags | t[3]->flags | t[5]->flags) & GGML_TENSOR_FLAG_OUTPUT) continue;
+        for (int k : {0, 1, 2, 3, 5})
+            cand[t[k]] = i;
+    }
+    if (cand.empty()) return;
+    std::set<int> bad; // groups whose results another node reads
+    for (int j = 0; j < n; ++j)
+        for_each_read(gf->nodes[j], [&](const ggml_tensor * t) {
+            const auto it = cand.find(t);
+            if (it != cand.end() && (j < it->second || j >= it->second + 4 + fused_span(fused[it->second + 4])))
+                bad.insert(it->second);
+        });
+    for (const auto & [t, i] : cand)
+        if (!bad.count(i) && fused[i] == 4) {
+            fused[i] = fused[i + 4] == 9 ? 13 : 14;
+            fused[i + 4] = 0;
+        }
+}
+
 // code 11 (attention output quantized by the attention kernel)
 static void plan_fattn_q8_fusions(ggml_cgraph * gf, std::vector<uint8_t> & fused) {
     const int n = gf->n_nodes;
@@ -700,6 +733,7 @@ static void plan_fusions(const ggml_cuda_context & ctx, ggml_cgraph * gf, std::v
     plan_mat_vec_fusions(ctx, gf, fused);
     plan_norm_q8_fusions(gf, fused);
     plan_rope_store_fusions(gf, fused);
+    if (ctx.use_mmv_rope) plan_mmv_rope_fusions(ctx, gf, fused);
     plan_fattn_q8_fusions(gf, fused);
     if (ctx.use_mmv_norm) plan_mmv_norm_fusions(ctx, gf, fused);
 }
@@ -726,6 +760,11 @@ static int run_fused(ggml_cuda_context & ctx, ggml_cgraph * gf, int i, int fused
         case 12:
             q8 = ggml_cuda_mul_mat_add_norm(ctx, t, nodes[1], nodes[2], nodes[3], &nsq);
             ++ctx.n_fused_mmv_norm;
+            break;
+        case 13:
+        case 14:
+            ggml_cuda_mul_mat_group_rope(ctx, nodes, n);
+            ++ctx.n_fused_mmv_rope;
             break;
         case 6: q8 = ggml_cuda_op_rms_norm_mul_q8(ctx, t, nodes[1]); break;
         case 7: q8 = ggml_cuda_op_add_rms_norm_mul_q8(ctx, t, nodes[1], nodes[2]); break;
@@ -758,7 +797,7 @@ static unsigned twice_class(const ggml_tensor * t, int f) {
     if (f == 1 || f == 2 || f == 6 || f == 7 || t->op == GGML_OP_RMS_NORM) return 1u;
     if (f == 8 || f == 9 || f == 10 || t->op == GGML_OP_ROPE || t->op == GGML_OP_SET_ROWS) return 2u;
     if (f == 11 || t->op == GGML_OP_FLASH_ATTN_EXT) return 4u;
-    if (f == 3 || f == 4 || f == 5 || f == 12 || t->op == GGML_OP_MUL_MAT) return 8u;
+    if (f == 3 || f == 4 || f == 5 || f == 12 || f == 13 || f == 14 || t->op == GGML_OP_MUL_MAT) return 8u;
     return 16u;
 }
 
@@ -1274,6 +1313,7 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
     }
     ctx->use_fusion = std::getenv("GGML_CUDA_NO_FUSION") == nullptr;
     ctx->use_mmv_norm = std::getenv("GGML_CUDA_NO_MMV_NORM") == nullptr;
+    ctx->use_mmv_rope = std::getenv("GGML_CUDA_NO_MMV_ROPE") == nullptr;
     ctx->graph_full_check = std::getenv("GGML_CUDA_GRAPH_FULL_CHECK") != nullptr;
     ctx->graph_verify = std::getenv("GGML_CUDA_GRAPH_VERIFY") != nullptr;
     ctx->use_pdl = prop.major >= 9 && std::getenv("GGML_CUDA_NO_PDL") == nullptr;
@@ -1284,6 +1324,7 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
     ctx->q8_qt = std::getenv("GGML_CUDA_Q8_V6") == nullptr;
     ctx->use_mmq = std::getenv("GGML_CUDA_NO_MMQ") == nullptr;
     if (const char * mn = std::getenv("GGML_CUDA_MMQ_MAX_N")) ctx->mmq_max_n = atoll(mn);
+    ctx->mmq_int8 = std::getenv("GGML_CUDA_MMQ_INT8") != nullptr;
     if (const char * ks = std::getenv("GGML_CUDA_MMQ_KS")) ctx->mmq_ks = std::max(0, std::min(16, atoi(ks)));
     if (const char * mv = std::getenv("GGML_CUDA_MMVQ")) {
         const int u = atoi(mv);
@@ -1308,7 +1349,7 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
 
 void ggml_backend_cuda_get_fusion_stats(ggml_backend_t backend, int * n_mmv_group, int * n_swiglu_group,
                                         int * n_norm_q8, int * n_rope_store, int * n_rope_qkv, int * n_fattn_q8,
-                                        int * n_mmv_norm) {
+                                        int * n_mmv_norm, int * n_mmv_rope) {
     GGML_ASSERT(ggml_backend_is_cuda(backend));
     const ggml_cuda_context * ctx = (const ggml_cuda_context *)backend->context;
     if (n_mmv_group) *n_mmv_group = ctx->n_fused_mmv_group;
@@ -1318,6 +1359,7 @@ void ggml_backend_cuda_get_fusion_stats(ggml_backend_t backend, int * n_mmv_grou
     if (n_rope_qkv) *n_rope_qkv = ctx->n_fused_rope_qkv;
     if (n_fattn_q8) *n_fattn_q8 = ctx->n_fused_fattn_q8;
     if (n_mmv_norm) *n_mmv_norm = ctx->n_fused_mmv_norm;
+    if (n_mmv_rope) *n_mmv_rope = ctx->n_fused_mmv_rope;
 }
 
 void ggml_backend_cuda_get_graph_stats(ggml_backend_t backend, int * n_replay, int * n_update, int * n_instantiate) {

@@ -22,6 +22,7 @@
 #include "quantize.cuh"
 
 #include <algorithm>
+#include <map>
 
 #define MMQ_BM 128
 #define MMQ_BN 64
@@ -34,6 +35,73 @@ static __device__ __forceinline__ void mmq_ldsm4(int (&r)[4], const int8_t * p) 
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(a));
+}
+
+// The K steps [s0, nsteps) of this block (blockIdx.z % ksplit of a K split over ksplit blocks)
+struct mmq_block_range {
+    int s0, nsteps;
+    __device__ mmq_block_range(int K, int ksplit) {
+        const int nsteps_all = (K + MMQ_KS - 1) / MMQ_KS, sps = (nsteps_all + ksplit - 1) / ksplit;
+        s0 = (int)(blockIdx.z % ksplit) * sps;
+        nsteps = min(nsteps_all, s0 + sps);
+    }
+};
+
+// This thread's two 32-value weight units of a K step: unit u = tid + 256k is row u / 4 of the tile, unit u % 4 of
+// the step (rows past M read row M - 1); load issues the raw loads, unpack gives T::mmq_unpack's values (zero past K).
+// w and K stay kernel parameters (passed in, not copied into registers).
+template <typename T> struct mmq_wunits {
+    int64_t b[2];
+    int row[2], j[2];
+    typename T::MU u[2];
+    __device__ mmq_wunits(int m0, int M, int64_t off, int K) {
+        const int nbr = K / T::QK;
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+            const int v = threadIdx.x + MMQ_NT * k;
+            row[k] = v / 4;
+            j[k] = v % 4;
+            b[k] = ((int64_t)min(m0 + row[k], M - 1) + off) * nbr;
+        }
+    }
+    __device__ __forceinline__ void load(const qregs & w, int K, int s) {
+#pragma unroll
+        for (int k = 0; k < 2; ++k) {
+            const int kv = s * MMQ_KS + 32 * j[k];
+            if (kv < K) T::mmq_load(w, b[k] + kv / T::QK, (kv % T::QK) / 32, u[k]);
+        }
+    }
+    __device__ __forceinline__ void unpack(int K, int s, int k, int (&q)[8], float (&d)[2], float (&m)[2]) const {
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+            q[e] = 0;
+        d[0] = d[1] = m[0] = m[1] = 0.0f;
+        const int kv = s * MMQ_KS + 32 * j[k];
+        if (kv < K) T::mmq_unpack(u[k], (kv % T::QK) / 32, q, d, m);
+    }
+};
+
+// A warp's 32 x 32 accumulators (2 x 4 MMA tiles from row r0, column c0) into dst, added with atomics for a K split
+static __device__ __forceinline__ void mmq_store(const float (&acc)[2][4][4], float * dst, const cuda_shape & ds,
+                                                 int r0, int c0, int lane, int M, int N, int64_t i2, int64_t i3,
+                                                 bool atomic) {
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int r = r0 + 16 * i + g + 8 * (e / 2);
+                const int c = c0 + 8 * j + 2 * t + (e % 2);
+                if (r < M && c < N) {
+                    float * p = (float *)((char *)dst + r * ds.nb[0] + c * ds.nb[1] + i2 * ds.nb[2] + i3 * ds.nb[3]);
+                    if (atomic)
+                        atomicAdd(p, acc[i][j][e]);
+                    else
+                        *p = acc[i][j][e];
+                }
+            }
 }
 
 // dst [M, N, B2, B3]; weight rows flat (row + (i2/r2)*M + (i3/r3)*M*A2); activation rows bz*N + c.
@@ -53,27 +121,14 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
     __shared__ float sxm[MIN ? NS : 1][MMQ_BN + 8];
 
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    // split-K: this block's steps [s0, nsteps) (ksplit > 1: partial sums added into dst, zeroed before)
+    const mmq_block_range br(K, ksplit);
+    const int s0 = br.s0, nsteps = br.nsteps;
+    if (s0 >= nsteps) return;
     const int n0 = blockIdx.x * MMQ_BN, m0 = blockIdx.y * MMQ_BM;
     const int64_t bz = blockIdx.z / ksplit, i2 = bz % B2, i3 = bz / B2;
-    const int64_t off = (i2 / r2) * M + (i3 / r3) * M * A2;
-    const int nbr = K / T::QK;
-    // split-K: this block's steps [s0, nsteps) (ksplit > 1: partial sums added into dst, zeroed before)
-    const int nsteps_all = (K + MMQ_KS - 1) / MMQ_KS, sps = (nsteps_all + ksplit - 1) / ksplit;
-    const int s0 = (int)(blockIdx.z % ksplit) * sps, nsteps = min(nsteps_all, s0 + sps);
-    if (s0 >= nsteps) return;
     const int64_t K32 = K / 32;
-
-    // weight units: u = tid + 256k -> row u / 4 of the tile, unit u % 4 of the step
-    int64_t wb[2];
-    int wrow[2], wj[2];
-#pragma unroll
-    for (int k = 0; k < 2; ++k) {
-        const int u = tid + MMQ_NT * k;
-        wrow[k] = u / 4;
-        wj[k] = u % 4;
-        const int r = min(m0 + wrow[k], M - 1);
-        wb[k] = ((int64_t)r + off) * nbr;
-    }
+    mmq_wunits<T> wu(m0, M, (i2 / r2) * M + (i3 / r3) * M * A2, K);
     // activation quants: 16 bytes of column tid / 8 + 32k, part tid % 8; scales: column tid / 4, block tid % 4
     const int8_t * xr[2];
     bool xok[2];
@@ -87,18 +142,9 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
     const bool sc_ok = n0 + sc_col < N;
     const int64_t sc_row = (bz * N + (sc_ok ? n0 + sc_col : 0)) * K32 + sc_blk;
 
-    typename T::MU wu[2];
     int4 xv[2];
     float xdv;
     int xsv;
-    auto load_w = [&](int s) {
-        const int k0 = s * MMQ_KS;
-#pragma unroll
-        for (int k = 0; k < 2; ++k) {
-            const int kv = k0 + 32 * wj[k];
-            if (kv < K) T::mmq_load(w, wb[k] + kv / T::QK, (kv % T::QK) / 32, wu[k]);
-        }
-    };
     // the activations are written by the kernel before: ld_act (common.cuh), never __ldg
     auto load_x = [&](int s) {
         const int k0 = s * MMQ_KS;
@@ -111,7 +157,7 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
     };
 
     if (!early) pdl_wait();
-    load_w(s0); // the first weights before pdl_wait: they do not depend on the kernel before
+    wu.load(w, K, s0); // the first weights before pdl_wait: they do not depend on the kernel before
     pdl_wait();
     load_x(s0);
 
@@ -120,21 +166,19 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
     float acc[2][4][4] = {};
 
     for (int s = s0; s < nsteps; ++s) {
-        const int k0 = s * MMQ_KS;
         // unpack this step's registers into shared memory
 #pragma unroll
         for (int k = 0; k < 2; ++k) {
-            const int kv = k0 + 32 * wj[k];
-            int q[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-            float d[2] = {0.0f, 0.0f}, m[2] = {0.0f, 0.0f};
-            if (kv < K) T::mmq_unpack(wu[k], (kv % T::QK) / 32, q, d, m);
-            int4 * p = (int4 *)(sw + wrow[k] * MMQ_LD + 32 * wj[k]);
+            int q[8];
+            float d[2], m[2];
+            wu.unpack(K, s, k, q, d, m);
+            int4 * p = (int4 *)(sw + wu.row[k] * MMQ_LD + 32 * wu.j[k]);
             p[0] = make_int4(q[0], q[1], q[2], q[3]);
             p[1] = make_int4(q[4], q[5], q[6], q[7]);
 #pragma unroll
             for (int e = 0; e < SPU; ++e) {
-                swd[wj[k] * SPU + e][wrow[k]] = d[e];
-                if constexpr (MIN) swm[wj[k] * SPU + e][wrow[k]] = m[e];
+                swd[wu.j[k] * SPU + e][wu.row[k]] = d[e];
+                if constexpr (MIN) swm[wu.j[k] * SPU + e][wu.row[k]] = m[e];
             }
         }
 #pragma unroll
@@ -152,7 +196,7 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
         }
         __syncthreads();
         if (s + 1 < nsteps) { // in flight during the MMAs
-            load_w(s + 1);
+            wu.load(w, K, s + 1);
             load_x(s + 1);
         }
 
@@ -223,23 +267,7 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
         __syncthreads();
     }
     pdl_trigger();
-
-#pragma unroll
-    for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int r = m0 + 32 * wr + 16 * i + g + 8 * (e / 2);
-                const int c = n0 + 32 * wc + 8 * j + 2 * t + (e % 2);
-                if (r < M && c < N) {
-                    float * p = (float *)((char *)dst + r * ds.nb[0] + c * ds.nb[1] + i2 * ds.nb[2] + i3 * ds.nb[3]);
-                    if (ksplit > 1)
-                        atomicAdd(p, acc[i][j][e]);
-                    else
-                        *p = acc[i][j][e];
-                }
-            }
+    mmq_store(acc, dst, ds, m0 + 32 * wr, n0 + 32 * wc, lane, M, N, i2, i3, ksplit > 1);
 }
 
 // The K split of a GEMM of `tiles` output tiles and nsteps K steps: split while the tiles fill less than one wave
@@ -290,8 +318,8 @@ static void qt_mmq(ggml_cuda_context & ctx, const ggml_tensor * a, const void * 
                      B3 / a->ne[3], cuda_shape_of(dst), early ? 1 : 0, 1);
 }
 
+#include "mmq-h.cuh"
+
 #define GGML_CUDA_MMQ_INSTANCE(T, name)                                                                                \
-    void ggml_cuda_mmq_##name(ggml_cuda_context & ctx, const ggml_tensor * a, const void * w, bool early,              \
-                              const void * bq, const ggml_tensor * b, ggml_tensor * dst) {                             \
-        qt_mmq<T>(ctx, a, w, early, bq, b, dst);                                                                       \
-    }
+    extern const ggml_cuda_mmq_fns ggml_cuda_mmq_##name;                                                               \
+    const ggml_cuda_mmq_fns ggml_cuda_mmq_##name = {qt_mmq<T>, qt_mmqh<T>};

@@ -1,12 +1,19 @@
 // mmq.cuh - the int8 tensor-core GEMM of quantized weights (mmq-t.cuh): dst [M, N, B2, B3] = a^T b for N above the
 // mat-vec range, a quantized [K, M, A2, A3] in the kernel layout (q8repack.cuh), b already quantized to the q8s
 // split layout (quantize.cuh). One instance file per type (mmq-<type>.cu).
-//   if (ggml_cuda_mmq_fn f = ggml_cuda_mmq(a->type)) f(ctx, a, a->data, true, bq, b, dst);
+//   if (const ggml_cuda_mmq_fns * f = ggml_cuda_mmq(a->type)) f->s8(ctx, a, a->data, true, bq, b, dst);
 #pragma once
 #include "common.cuh"
 
 // w: a's data in the kernel layout (a->data, or a repacked copy: then early = false, as the kernel before wrote it)
 typedef void (*ggml_cuda_mmq_fn)(ggml_cuda_context & ctx, const ggml_tensor * a, const void * w, bool early,
                                  const void * bq, const ggml_tensor * b, ggml_tensor * dst);
+// the same GEMM on f16 tensor cores (mmq-h.cuh): b in f16, dense [K, N, B2, B3] (mulmat.cu's cached copy)
+typedef void (*ggml_cuda_mmqh_fn)(ggml_cuda_context & ctx, const ggml_tensor * a, const void * w, bool early,
+                                  const ggml_tensor * bh, ggml_tensor * dst);
+struct ggml_cuda_mmq_fns {
+    ggml_cuda_mmq_fn s8;
+    ggml_cuda_mmqh_fn f16;
+};
 // nullptr for types without (f32, f16, ...); q8_0: the repacked layout
-ggml_cuda_mmq_fn ggml_cuda_mmq(ggml_type type);
+const ggml_cuda_mmq_fns * ggml_cuda_mmq(ggml_type type);

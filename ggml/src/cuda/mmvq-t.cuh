@@ -178,10 +178,37 @@ struct qt_group_args {
     int64_t blk1, blk2;
 };
 
+// one rotated pair of the rope epilogue (ggml_cuda_qt_rope): rows r, r + 1 (r even) of weight m (0 q, 1 k, 2 v)
+static __device__ __forceinline__ void qt_rope_pair(const ggml_cuda_qt_rope & rp, int m, int64_t r, float x0, float x1) {
+    if (m < 2 && (r % rp.D) / 2 < rp.rp.n_dims / 2) { // pass-through dims keep their values
+        float cs, sn;
+        rope_cs(rp.rp, (double)rp.rp.pos[0], (r % rp.D) / 2, cs, sn);
+        const float y0 = x0 * cs - x1 * sn, y1 = x0 * sn + x1 * cs;
+        x0 = y0;
+        x1 = y1;
+    }
+    if (m == 0) {
+        rp.q[r] = x0;
+        rp.q[r + 1] = x1;
+        return;
+    }
+    const int64_t cell = rp.cell[0];
+    if (cell < 0 || cell >= rp.ncell) return;
+    char * d = m == 1 ? rp.k + cell * rp.k_nb1 : rp.v + cell * rp.v_nb1;
+    const int64_t nb0 = m == 1 ? rp.k_nb0 : rp.v_nb0;
+    if (m == 1 ? rp.k_f16 : rp.v_f16) {
+        *(half *)(d + r * nb0) = __float2half(x0);
+        *(half *)(d + (r + 1) * nb0) = __float2half(x1);
+    } else {
+        *(float *)(d + r * nb0) = x0;
+        *(float *)(d + (r + 1) * nb0) = x1;
+    }
+}
+
 template <typename T, int RPW>
 static __global__ void __launch_bounds__(128)
     k_qt_group(const qt_group_args g, const int8_t * __restrict__ xq, const float * __restrict__ xd,
-               const int * __restrict__ xs, int K, const qt_epi_dev e) {
+               const int * __restrict__ xs, int K, const qt_epi_dev e, const ggml_cuda_qt_rope rp) {
     pdl_trigger();
     const int lane = threadIdx.x % 32;
     const int64_t b = blockIdx.x;
@@ -204,10 +231,17 @@ static __global__ void __launch_bounds__(128)
     qt_rows_dot<T, 1, RPW>(wr, b0, nbr * T::CPB, xq, xd, xs, K, lane, true, acc, e.nsq_in, nss);
     const float sc = qt_norm_scale(e, nss, K);
     float * dst = m == 2 ? g.dst[2] : m == 1 ? g.dst[1] : g.dst[0];
+    float v[RPW];
 #pragma unroll
     for (int r = 0; r < RPW; ++r) {
-        const float v = warp_sum(acc[r][0]) * sc;
-        if (lane == 0 && row0 + r < M) dst[row0 + r] = v;
+        v[r] = warp_sum(acc[r][0]) * sc;
+        if (!rp.q && lane == 0 && row0 + r < M) dst[row0 + r] = v[r];
+    }
+    if constexpr (RPW % 2 == 0) { // the rope epilogue: lane p takes the warp's pair p (M is even)
+        if (rp.q)
+#pragma unroll
+            for (int p = 0; p < RPW / 2; ++p)
+                if (lane == p && row0 + 2 * p < M) qt_rope_pair(rp, m, row0 + 2 * p, v[2 * p], v[2 * p + 1]);
     }
 }
 
@@ -324,9 +358,12 @@ static void qt_mmvq(ggml_cuda_context & ctx, const ggml_tensor * a, const void *
 
 template <typename T>
 static void qt_group(ggml_cuda_context & ctx, const ggml_tensor * const * dsts, int n, const void * bq,
-                     const ggml_cuda_qt_epi * epi) {
+                     const ggml_cuda_qt_epi * epi, const ggml_cuda_qt_rope * rope) {
     GGML_ASSERT(n >= 1 && n <= MMV_GROUP_MAX);
     GGML_ASSERT(!epi || (!epi->res && !epi->q8)); // a deferred norm only
+    GGML_ASSERT(!rope || (n == 3 && ctx.qt_rpw % 2 == 0 && rope->D % 2 == 0));
+    ggml_cuda_qt_rope rp = {};
+    if (rope) rp = *rope;
     const qt_epi_dev e = qt_epi_dev_of(ctx, epi, 0);
     const int64_t K = dsts[0]->src[0]->ne[0];
     GGML_ASSERT(K % T::QK == 0 && K <= INT32_MAX);
@@ -350,13 +387,13 @@ static void qt_group(ggml_cuda_context & ctx, const ggml_tensor * const * dsts, 
     const q8s_view x = q8s_view_of(const_cast<void *>(bq), 1, K);
     if (ctx.qt_rpw == 4)
         ggml_cuda_launch(ctx, k_qt_group<T, 4>, dim3((unsigned)nblk), dim3(128), 0, g, (const int8_t *)x.qs,
-                         (const float *)x.d, (const int *)x.s, (int)K, e);
+                         (const float *)x.d, (const int *)x.s, (int)K, e, rp);
     else if (ctx.qt_rpw == 2)
         ggml_cuda_launch(ctx, k_qt_group<T, 2>, dim3((unsigned)nblk), dim3(128), 0, g, (const int8_t *)x.qs,
-                         (const float *)x.d, (const int *)x.s, (int)K, e);
+                         (const float *)x.d, (const int *)x.s, (int)K, e, rp);
     else
         ggml_cuda_launch(ctx, k_qt_group<T, 1>, dim3((unsigned)nblk), dim3(128), 0, g, (const int8_t *)x.qs,
-                         (const float *)x.d, (const int *)x.s, (int)K, e);
+                         (const float *)x.d, (const int *)x.s, (int)K, e, rp);
 }
 
 template <typename T>

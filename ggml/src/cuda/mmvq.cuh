@@ -5,6 +5,7 @@
 //   traits in qtypes.cuh), instantiated per type in mmvq-<type>.cu and reached through ggml_cuda_qt().
 #pragma once
 #include "common.cuh"
+#include "rope.cuh"
 
 #define MMVQ_MAX_COLS 8
 
@@ -47,6 +48,22 @@ struct ggml_cuda_qt_epi {
     float * nsq_out = nullptr;
 };
 
+// The epilogue of a q/k/v group of a decode step that takes the rope + KV stores after it (fusion codes 13 / 14 in
+// ggml-cuda.cu): rows 2i, 2i + 1 of q and k are a pair rotated as GGML_ROPE_TYPE_NORMAL (head size D, pair i % (D/2)
+// at rp.pos[0]); rotated q goes to q (f32, contiguous), rotated k and plain v to their cache rows at cell[0] (row r of
+// k at k + cell * k_nb1 + r * k_nb0, f16 or f32; a cell outside [0, ncell) is skipped, as SET_ROWS does). The
+// group's own dsts are not written. Needs an even number of rows per warp.
+struct ggml_cuda_qt_rope {
+    ggml_cuda_rope_params rp;
+    int D;
+    float * q;
+    const int32_t * cell;
+    int64_t ncell;
+    char *k, *v;
+    int64_t k_nb0, k_nb1, v_nb0, v_nb1;
+    int k_f16, v_f16;
+};
+
 // Weights in the kernel layout (q8repack.cuh: ggml_cuda_kernel_layout) unless the function says otherwise;
 // activations in the q8s split layout (quantize.cuh) with their block sums. epi (nullptr: none) needs N = 1, no
 // batches and a contiguous dst; group and swiglu take only its nsq_in.
@@ -57,9 +74,10 @@ struct ggml_cuda_qt_fns {
     // copy of it: then early = false, as the weights were written by the kernel before)
     void (*mmvq)(ggml_cuda_context & ctx, const ggml_tensor * a, const void * w, bool early, const void * bq,
                  const ggml_tensor * b, ggml_tensor * dst, const ggml_cuda_qt_epi * epi);
-    // as ggml_cuda_mmvq_q8r_group / _swiglu, for weights of this type (all of it)
+    // as ggml_cuda_mmvq_q8r_group / _swiglu, for weights of this type (all of it); group: rope (nullable) the
+    // rope + KV-store epilogue of a q/k/v group (n = 3)
     void (*group)(ggml_cuda_context & ctx, const ggml_tensor * const * dsts, int n, const void * bq,
-                  const ggml_cuda_qt_epi * epi);
+                  const ggml_cuda_qt_epi * epi, const ggml_cuda_qt_rope * rope);
     void (*swiglu)(ggml_cuda_context & ctx, const ggml_tensor * gate_w, const ggml_tensor * up_w, const void * bq,
                    float * dst, const ggml_cuda_qt_epi * epi);
     // t (contiguous, either layout) -> dense f16 [ne0, nrows] on ctx.stream (the prompt path)

@@ -7,6 +7,8 @@
 #include "norm.cuh"
 #include "q8repack.cuh"
 #include "quantize.cuh"
+#include "rope.cuh"
+#include <cstring>
 
 // A tensor header describing dense memory of `type` with t's ne (data not set).
 static ggml_tensor dense_header(const ggml_tensor * t, ggml_type type) {
@@ -185,21 +187,51 @@ static void mul_mat_dequant_cublas(ggml_cuda_context & ctx, const ggml_tensor * 
     ctx.pool.rewind(mark);
 }
 
-// Up to how many columns the int8 tensor-core GEMM (MMQ) beats dequantization + cuBLAS, measured end to end on an
-// H200 (Llama-2-7B, bench -p 16..256 -n 0 -fa 1, 2026-11-26; docs/perf.md): q8_0 pp16 / 32 / 64 / 128 / 256
-// 1818 / 3522 / 6405 / 8242 / 10324 t/s with MMQ against 1253 / 2499 / 4883 / 8837 / 15388 without; q4_0 the same
-// within 2%; Q4_K_M (q4_K + q6_K) 1412 / 2779 / 4991 / 6298 / 7618 against 1137 / 2270 / 4543 / 8043 / 14578. The
-// crossing by linear interpolation of the ratio: ~116 columns for the 32-value types, ~84 for the K-quants; batched
-// decode (N = sequences) is where it pays: batched-bench q8_0 B = 32 / 64 tg 1984 -> 2563, 2980 -> 3469 t/s.
-// GGML_CUDA_MMQ_MAX_N sets one bound for every type (0: off), GGML_CUDA_NO_MMQ turns it off.
-static int64_t mmq_crossover_n(ggml_type type) { return ggml_blck_size(type) == QK_K ? 80 : 112; }
+// Up to how many columns the tensor-core GEMM (MMQ) beats dequantization + cuBLAS. The int8 GEMM, measured end to
+// end on an H200 (Llama-2-7B, bench -p 16..256 -n 0 -fa 1, 2026-11-26; docs/perf.md): q8_0 pp16 / 32 / 64 / 128 /
+// 256 1818 / 3522 / 6405 / 8242 / 10324 t/s with MMQ against 1253 / 2499 / 4883 / 8837 / 15388 without; q4_0 the
+// same within 2%; Q4_K_M (q4_K + q6_K) 1412 / 2779 / 4991 / 6298 / 7618 against 1137 / 2270 / 4543 / 8043 / 14578.
+// The crossing by linear interpolation of the ratio: ~116 columns for the 32-value types, ~84 for the K-quants.
+// The f16 GEMM (the default, mmq-h.cuh) runs the K-quants as fast as q4_0 (H100, bench-mmvq, the three Llama-2-7B
+// shapes at N = 96: q4_K 31 / 70 / 72 us against the int8 GEMM's 38 / 90 / 88 and cuBLAS's 33 / 89 / 93), so one
+// bound serves every type there. GGML_CUDA_MMQ_MAX_N sets one bound for every type (0: off), GGML_CUDA_NO_MMQ turns
+// it off.
+static int64_t mmq_crossover_n(const ggml_cuda_context & ctx, ggml_type type) {
+    return ctx.mmq_int8 && ggml_blck_size(type) == QK_K ? 80 : 112;
+}
 
-// the int8 tensor-core GEMM (mmq.cuh) for a quantized a in the kernel layout times N > MUL_MAT_VEC_MAX_N columns
-static ggml_cuda_mmq_fn mmq_of(const ggml_cuda_context & ctx, const ggml_tensor * a, int64_t N) {
-    const int64_t max_n = ctx.mmq_max_n >= 0 ? ctx.mmq_max_n : mmq_crossover_n(a->type);
+// the quantized GEMM (mmq.cuh) for a quantized a times N > MUL_MAT_VEC_MAX_N columns, else nullptr
+static const ggml_cuda_mmq_fns * mmq_of(const ggml_cuda_context & ctx, const ggml_tensor * a, int64_t N) {
+    const int64_t max_n = ctx.mmq_max_n >= 0 ? ctx.mmq_max_n : mmq_crossover_n(ctx, a->type);
     if (!ctx.use_mmq || N <= MUL_MAT_VEC_MAX_N || N > max_n) return nullptr;
     if (a->ne[0] > INT32_MAX || a->ne[1] > INT32_MAX) return nullptr;
     return ggml_cuda_mmq(a->type);
+}
+
+// dst = a^T b through the GEMM f: on f16 tensor cores with b converted to f16 (mmq-h.cuh), or with
+// GGML_CUDA_MMQ_INT8=1 on int8 tensor cores with b quantized to q8s (both copies of b cached, so they lie below the
+// mark); a weight outside the kernel layout (a view, a weight outside a weights buffer) is repacked into scratch
+static void mul_mat_mmq(ggml_cuda_context & ctx, const ggml_cuda_mmq_fns * f, const ggml_tensor * a,
+                        const ggml_tensor * b, ggml_tensor * dst) {
+    ggml_tensor bh;
+    const void * bq = nullptr;
+    if (ctx.mmq_int8)
+        bq = quantized_b_plain(ctx, b);
+    else
+        bh = f16_b(ctx, b);
+    const size_t mark = ctx.pool.mark();
+    const void * w = a->data;
+    const bool early = ggml_cuda_kernel_layout(a);
+    if (!early) {
+        void * s = ctx.pool.alloc(ggml_nbytes(a));
+        ggml_cuda_repack_into(ctx, a, s);
+        w = s;
+    }
+    if (ctx.mmq_int8)
+        f->s8(ctx, a, w, early, bq, b, dst);
+    else
+        f->f16(ctx, a, w, early, &bh, dst);
+    ctx.pool.rewind(mark);
 }
 
 GGML_CUDA_OP(mul_mat) {
@@ -222,8 +254,8 @@ GGML_CUDA_OP(mul_mat) {
             }
             return;
         }
-        if (const ggml_cuda_mmq_fn mmq = mmq_of(ctx, a, N)) {
-            mmq(ctx, a, a->data, true, quantized_b_plain(ctx, b), b, dst);
+        if (const ggml_cuda_mmq_fns * mmq = mmq_of(ctx, a, N)) {
+            mul_mat_mmq(ctx, mmq, a, b, dst);
             return;
         }
         mul_mat_dequant_cublas(ctx, a, b, dst);
@@ -231,30 +263,25 @@ GGML_CUDA_OP(mul_mat) {
     }
     if (const ggml_cuda_qt_fns * qt = ggml_cuda_qt(a->type)) {
         GGML_ASSERT(ggml_is_contiguous(a) && a->ne[0] % qt->qk == 0);
-        const ggml_cuda_mmq_fn mmq = mmq_of(ctx, a, N);
-        if (N > MUL_MAT_VEC_MAX_N && !mmq) {
-            mul_mat_dequant_cublas(ctx, a, b, dst);
+        if (N > MUL_MAT_VEC_MAX_N) {
+            if (const ggml_cuda_mmq_fns * mmq = mmq_of(ctx, a, N))
+                mul_mat_mmq(ctx, mmq, a, b, dst);
+            else
+                mul_mat_dequant_cublas(ctx, a, b, dst);
             return;
         }
         const void * bq = quantized_b(ctx, b);
         const ggml_cuda_qt_epi e = epi_in(ctx, bq);
-        GGML_ASSERT(!mmq || !e.nsq_in);
         const ggml_cuda_qt_epi * ep = e.nsq_in ? &e : nullptr;
         if (ggml_cuda_kernel_layout(a)) {
-            if (mmq)
-                mmq(ctx, a, a->data, true, bq, b, dst);
-            else
-                qt->mmvq(ctx, a, a->data, true, bq, b, dst, ep);
+            qt->mmvq(ctx, a, a->data, true, bq, b, dst, ep);
             return;
         }
         // ggml's layout (a weight outside a weights buffer, a view): a repacked copy in scratch for this launch
         const size_t mark = ctx.pool.mark();
         void * w = ctx.pool.alloc(ggml_nbytes(a));
         ggml_cuda_repack_into(ctx, a, w);
-        if (mmq)
-            mmq(ctx, a, w, false, bq, b, dst);
-        else
-            qt->mmvq(ctx, a, w, false, bq, b, dst, ep);
+        qt->mmvq(ctx, a, w, false, bq, b, dst, ep);
         ctx.pool.rewind(mark);
         return;
     }
@@ -340,12 +367,50 @@ void ggml_cuda_mul_mat_group(ggml_cuda_context & ctx, ggml_tensor * const * mm, 
     if (const ggml_cuda_qt_fns * qt = qt_fns_of(ctx, a0)) {
         const void * bq = quantized_b(ctx, x);
         const ggml_cuda_qt_epi e = epi_in(ctx, bq);
-        qt->group(ctx, mm, n, bq, e.nsq_in ? &e : nullptr);
+        qt->group(ctx, mm, n, bq, e.nsq_in ? &e : nullptr, nullptr);
     } else if (ggml_cuda_q8_repacked(a0)) {
         ggml_cuda_mmvq_q8r_group(ctx, mm, n, quantized_b_plain(ctx, x));
     } else {
         ggml_cuda_mmv_f16_group(ctx, mm, n);
     }
+}
+
+bool ggml_cuda_mul_mat_group_rope_ok(const ggml_cuda_context & ctx, ggml_tensor * const * n, int span) {
+    if ((span != 10 && span != 11) || !ggml_cuda_mul_mat_group_ok(ctx, n, 3) || ctx.qt_rpw % 2 != 0) return false;
+    if (!qt_fns_of(ctx, n[0]->src[0]) || !ggml_cuda_rope_qkv_ok(n + 4, span - 4)) return false;
+    const ggml_tensor *rq = n[4], *rk = n[6], *sk = n[8], *sv = n[span - 1];
+    // q, k, v: the group's results; rope(q) reads q's view, rope(k) k's view, SET_ROWS(v) v itself
+    if (!ggml_is_view_op(n[3]->op) || n[3]->src[0] != n[0] || rq->src[0] != n[3] || n[5]->src[0] != n[1] ||
+        rk->src[0] != n[5] || sv->src[1] != n[2])
+        return false;
+    const int D = (int)rq->ne[0], n_dims = ggml_get_op_params_i32(rq, 0);
+    return ggml_get_op_params_i32(rq, 1) == GGML_ROPE_TYPE_NORMAL && rq->ne[2] == 1 && rk->ne[0] == D &&
+           D % 2 == 0 && n_dims % 2 == 0 && n_dims <= D && ggml_is_contiguous(rq) && rq->src[1] == rk->src[1] &&
+           rq->src[2] == rk->src[2] && memcmp(rq->op_params, rk->op_params, sizeof(rq->op_params)) == 0 &&
+           n[0]->ne[0] == D * rq->ne[1] && n[1]->ne[0] == D * rk->ne[1] && sk->src[2]->ne[0] == 1;
+}
+
+void ggml_cuda_mul_mat_group_rope(ggml_cuda_context & ctx, ggml_tensor * const * n, int span) {
+    GGML_ASSERT(ggml_cuda_mul_mat_group_rope_ok(ctx, n, span));
+    const ggml_tensor *rq = n[4], *sk = n[8], *sv = n[span - 1];
+    ggml_cuda_qt_rope r;
+    r.rp = ggml_cuda_rope_params_of(rq);
+    r.D = (int)rq->ne[0];
+    r.q = (float *)rq->data;
+    r.cell = (const int32_t *)sk->src[2]->data;
+    r.ncell = sk->ne[1];
+    GGML_ASSERT(sv->ne[1] == r.ncell);
+    r.k = (char *)sk->data;
+    r.v = (char *)sv->data;
+    r.k_nb0 = (int64_t)sk->nb[0];
+    r.k_nb1 = (int64_t)sk->nb[1];
+    r.v_nb0 = (int64_t)sv->nb[0];
+    r.v_nb1 = (int64_t)sv->nb[1];
+    r.k_f16 = sk->type == GGML_TYPE_F16;
+    r.v_f16 = sv->type == GGML_TYPE_F16;
+    const void * bq = quantized_b(ctx, n[0]->src[1]);
+    const ggml_cuda_qt_epi e = epi_in(ctx, bq);
+    qt_fns_of(ctx, n[0]->src[0])->group(ctx, n, 3, bq, e.nsq_in ? &e : nullptr, &r);
 }
 
 bool ggml_cuda_mul_mat_swiglu_ok(const ggml_cuda_context & ctx, const ggml_tensor * gate, const ggml_tensor * up,

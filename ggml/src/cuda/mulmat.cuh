@@ -2,9 +2,10 @@
 // [M, N, B2, B3].
 //   N <= 8:  quantized -> mmvq (b quantized on the GPU, q8s layout; q8_0 in ggml's layout: q8_1 blocks);
 //            f16/f32 -> mmv
-//   N > 8:   cuBLAS: quantized a dequantized to f16 scratch (given back after the GEMM), b converted to f16,
-//            f16 x f16 -> f32 (f32 compute); f32 x f32 as f32. Batches (GQA broadcast included) via
-//            strided-batched calls.
+//   N > 8:   quantized a, N up to the crossover of mulmat.cu: the tensor-core GEMM of mmq.cuh (b in f16); beyond,
+//            and f16/f32 a: cuBLAS, a quantized a dequantized to f16 scratch (given back after the GEMM), b
+//            converted to f16, f16 x f16 -> f32 (f32 compute); f32 x f32 as f32. Batches (GQA broadcast
+//            included) via strided-batched calls.
 // Inputs with non-dense rows (transposed views) are first copied to dense scratch.
 #pragma once
 #include "common.cuh"
@@ -37,6 +38,14 @@ bool ggml_cuda_mul_mat_reads_q8s_norm(const ggml_cuda_context & ctx, const ggml_
 // kernel shares (q8_0: v6, mmvq.cuh; f16: v2, K >= 1024). _ok: whether one launch may compute them all.
 bool ggml_cuda_mul_mat_group_ok(const ggml_cuda_context & ctx, const ggml_tensor * const * mm, int n);
 void ggml_cuda_mul_mat_group(ggml_cuda_context & ctx, ggml_tensor * const * mm, int n);
+// The q/k/v group of a decode step and the attention inputs after it (fusion codes 13 / 14): n[0..2] MUL_MAT q, k, v
+// (passing _group_ok as a group through the kernels of mmvq-t.cuh), n[3] q's view as heads, n[4..span) the nodes of
+// ggml_cuda_op_rope_qkv (rope.cuh: ROPE(q), k's view, ROPE(k), RESHAPE, SET_ROWS(k), [view,] SET_ROWS(v)), span 10
+// or 11, GGML_ROPE_TYPE_NORMAL, one token: one launch writes rope(q) and the cache rows of rotated k and of v
+// (ggml_cuda_qt_rope in mmvq.cuh). q, k, v and the rope(k) result are NOT written (the caller makes sure nothing
+// else reads them).
+bool ggml_cuda_mul_mat_group_rope_ok(const ggml_cuda_context & ctx, ggml_tensor * const * n, int span);
+void ggml_cuda_mul_mat_group_rope(ggml_cuda_context & ctx, ggml_tensor * const * n, int span);
 // glu = SWIGLU(gate, up) (silu(gate) * up), gate/up MUL_MAT nodes that pass _group_ok as a pair with the
 // same M, glu f32 contiguous: one launch writes glu; gate's and up's dsts are NOT written (the caller makes
 // sure nothing else reads them). glu may lie over gate's or up's memory.

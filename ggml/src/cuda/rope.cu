@@ -2,8 +2,7 @@
 // pair of each: the angle is computed once per (token, pair) and the HB rows' loads are issued together. (The
 // first version took one row per block: rope of a 512-token prompt ran 65536 two-warp blocks in 21 waves, each a
 // chain of dependent loads, 81 us per layer on an H200 by ncu, not bound by bandwidth or arithmetic.)
-// Angles are computed in double and reduced mod 2 pi there (positions reach thousands of radians: the float
-// angle would lose the phase), then sin/cos in float, as the CPU backend does.
+// Angles: rope_cs (rope.cuh).
 #include "rope.cuh"
 
 #define ROPE_HB 8
@@ -12,14 +11,10 @@
 // with the SET_ROWS that stores the result in the KV cache; ys then describes the cache as [ne0, ne1, n_cells]).
 struct rope_args {
     const char * x;
-    const int32_t * pos;
-    const float * ff;
     char * y;
     const int32_t * rows;
     cuda_shape xs, ys;
-    int n_dims;
-    double theta_scale_log2;
-    float freq_scale;
+    ggml_cuda_rope_params rp;
     int64_t ngroups; // groups of ROPE_HB rows of one token (one block each)
 };
 
@@ -36,20 +31,14 @@ template <typename T, typename TO, bool NEOX> static __device__ void rope_rows(c
     const int nh = (int)min((int64_t)ROPE_HB, xs.ne[1] - h0);
     const char * xr = a.x + h0 * xs.nb[1] + i2 * xs.nb[2] + i3 * xs.nb[3];
     char * yr = a.y + h0 * ys.nb[1] + o2 * ys.nb[2] + i3 * ys.nb[3];
-    const double p = (double)a.pos[i2];
+    const double p = (double)a.rp.pos[i2];
     const int64_t ne0 = xs.ne[0];
-    const int n_dims = a.n_dims;
+    const int n_dims = a.rp.n_dims;
     for (int64_t i = threadIdx.x; i < ne0 / 2; i += blockDim.x) {
         const bool rot = i < n_dims / 2;
         const int64_t j0 = rot && NEOX ? i : 2 * i, j1 = rot && NEOX ? i + n_dims / 2 : 2 * i + 1;
         float cs = 1.0f, sn = 0.0f; // pass-through dims [n_dims, ne0) keep their values
-        if (rot) {
-            // theta = pos * freq_scale * base^(-2i/n_dims) / ff[i]
-            double theta = p * a.freq_scale * exp2(a.theta_scale_log2 * (double)i);
-            if (a.ff) theta /= (double)a.ff[i];
-            constexpr double two_pi = 6.283185307179586476925286766559;
-            sincosf((float)(theta - rint(theta / two_pi) * two_pi), &sn, &cs);
-        }
+        if (rot) rope_cs(a.rp, p, i, cs, sn);
         float x0[ROPE_HB], x1[ROPE_HB];
 #pragma unroll
         for (int h = 0; h < ROPE_HB; ++h) {
@@ -73,22 +62,28 @@ template <typename T, typename TO, bool NEOX> static __global__ void k_rope(rope
     rope_rows<T, TO, NEOX>(a, blockIdx.x);
 }
 
-static rope_args rope_args_of(const ggml_tensor * rope, char * y, const cuda_shape & ys, const int32_t * rows) {
-    const ggml_tensor * x = rope->src[0];
+ggml_cuda_rope_params ggml_cuda_rope_params_of(const ggml_tensor * rope) {
     const ggml_tensor * pos = rope->src[1];
     const ggml_tensor * ff = rope->src[2];
     GGML_ASSERT(pos->type == GGML_TYPE_I32 && ggml_is_contiguous(pos));
+    ggml_cuda_rope_params p;
+    p.pos = (const int32_t *)pos->data;
+    p.ff = ff ? (const float *)ff->data : nullptr;
+    p.n_dims = ggml_get_op_params_i32(rope, 0);
+    p.theta_scale_log2 = -2.0 / p.n_dims * log2((double)ggml_get_op_params_f32(rope, 2));
+    p.freq_scale = ggml_get_op_params_f32(rope, 3);
+    return p;
+}
+
+static rope_args rope_args_of(const ggml_tensor * rope, char * y, const cuda_shape & ys, const int32_t * rows) {
+    const ggml_tensor * x = rope->src[0];
     rope_args a;
     a.x = (const char *)x->data;
-    a.pos = (const int32_t *)pos->data;
-    a.ff = ff ? (const float *)ff->data : nullptr;
     a.y = y;
     a.rows = rows;
     a.xs = cuda_shape_of(x);
     a.ys = ys;
-    a.n_dims = ggml_get_op_params_i32(rope, 0);
-    a.theta_scale_log2 = -2.0 / a.n_dims * log2((double)ggml_get_op_params_f32(rope, 2));
-    a.freq_scale = ggml_get_op_params_f32(rope, 3);
+    a.rp = ggml_cuda_rope_params_of(rope);
     a.ngroups = cuda_ceil_div(x->ne[1], ROPE_HB) * x->ne[2] * x->ne[3];
     return a;
 }

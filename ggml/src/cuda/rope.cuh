@@ -5,6 +5,28 @@
 
 GGML_CUDA_OP(rope);
 
+// The angles of a ROPE node: src1 the positions (i32), src2 the optional freq factors, params n_dims, freq_base,
+// freq_scale
+struct ggml_cuda_rope_params {
+    const int32_t * pos;
+    const float * ff;
+    int n_dims;
+    double theta_scale_log2;
+    float freq_scale;
+};
+ggml_cuda_rope_params ggml_cuda_rope_params_of(const ggml_tensor * rope);
+
+// cos and sin of rotated pair i (< n_dims / 2) at position p: theta = p * freq_scale * base^(-2i/n_dims) / ff[i],
+// computed in double and reduced mod 2 pi there (positions reach thousands of radians: the float angle would lose
+// the phase), then sin/cos in float, as the CPU backend does
+static __device__ __forceinline__ void rope_cs(const ggml_cuda_rope_params & a, double p, int64_t i, float & cs,
+                                               float & sn) {
+    double theta = p * a.freq_scale * exp2(a.theta_scale_log2 * (double)i);
+    if (a.ff) theta /= (double)a.ff[i];
+    constexpr double two_pi = 6.283185307179586476925286766559;
+    sincosf((float)(theta - rint(theta / two_pi) * two_pi), &sn, &cs);
+}
+
 // ROPE -> RESHAPE to [ne0 * ne1, n_tokens] -> SET_ROWS into a KV cache [ne0 * ne1, n_cells] with dense rows,
 // the rope output used by nothing else: one kernel writes the rotated rows straight into their cells.
 bool ggml_cuda_rope_set_rows_ok(const ggml_tensor * rope, const ggml_tensor * reshape, const ggml_tensor * set_rows);
