@@ -30,10 +30,10 @@
 #define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
 
 #define WARP_SIZE 32
-// ctx.counters: [0, GGML_CUDA_N_COUNTERS_EPI) for the decode attention (one per kv head), then
-// GGML_CUDA_N_COUNTERS_EPI for the mat-vec epilogue (one per 32 rows: mmvq.cuh, ggml_cuda_qt_epi)
+// ctx.counters: GGML_CUDA_N_COUNTERS_EPI for the decode attention (one per kv head: the last block of a head merges
+// its splits)
 #define GGML_CUDA_N_COUNTERS_EPI 1024
-#define GGML_CUDA_N_COUNTERS (2 * GGML_CUDA_N_COUNTERS_EPI)
+#define GGML_CUDA_N_COUNTERS GGML_CUDA_N_COUNTERS_EPI
 
 // Scratch memory for one graph_compute: a bump allocator over one device block. Addresses are
 // stable between calls with the same sequence of requests (CUDA graphs rely on that). When a

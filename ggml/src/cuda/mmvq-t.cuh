@@ -15,8 +15,7 @@
 #include "qtypes.cuh"
 #include "quantize.cuh"
 
-// ggml_cuda_qt_epi (mmvq.cuh) as the kernels take it: the q8 buffer split into its arrays, the counters of the
-// 32-row groups (ctx.counters + GGML_CUDA_N_COUNTERS_EPI, zero between launches)
+// ggml_cuda_qt_epi (mmvq.cuh) as the kernels take it: the q8 buffer split into its arrays
 struct qt_epi_dev {
     const float * nsq_in;
     float eps_in;
@@ -25,10 +24,9 @@ struct qt_epi_dev {
     float * qd;
     int * qsum;
     float * nsq_out;
-    int * counters;
 };
 
-static qt_epi_dev qt_epi_dev_of(ggml_cuda_context & ctx, const ggml_cuda_qt_epi * e, int64_t M) {
+static qt_epi_dev qt_epi_dev_of(const ggml_cuda_qt_epi * e, int64_t M) {
     qt_epi_dev d = {};
     if (!e) return d;
     d.nsq_in = e->nsq_in;
@@ -36,13 +34,12 @@ static qt_epi_dev qt_epi_dev_of(ggml_cuda_context & ctx, const ggml_cuda_qt_epi 
     d.res = e->res;
     d.qw = e->qw;
     if (e->q8) {
-        GGML_ASSERT(M % 32 == 0 && M / 32 <= GGML_CUDA_N_COUNTERS_EPI);
+        GGML_ASSERT(M % 32 == 0);
         const q8s_view v = q8s_view_of(e->q8, 1, M);
         d.qs = v.qs;
         d.qd = v.d;
         d.qsum = v.s;
         d.nsq_out = e->nsq_out;
-        d.counters = ctx.counters + GGML_CUDA_N_COUNTERS_EPI;
     }
     return d;
 }
@@ -52,26 +49,19 @@ static __device__ __forceinline__ float qt_norm_scale(const qt_epi_dev & e, floa
     return e.nsq_in ? rsqrtf(warp_sum(nss) / (float)K + e.eps_in) : 1.0f;
 }
 
-// After lane 0 of this warp stored its rows [r0, r0 + nr) of dst (f32, contiguous; nr divides 32 and r0 % nr == 0,
-// so they lie in one group of 32): the warp that completes a group quantizes its 32 rows (times e.qw) into
-// e.qs/qd/qsum (q8s_quantize_block, as k_quantize_q8s) and writes their sum of squares to e.nsq_out.
-// Each warp counts its rows with a release add (its stores before its count); no block barrier, no fence on the
-// way out for the other warps. Every lane of the warp calls this.
-static __device__ __forceinline__ void qt_epi_q8(const qt_epi_dev & e, const float * dst, int64_t r0, int nr) {
-    const int lane = threadIdx.x % 32;
-    const int64_t g = r0 / 32;
-    int prev = 0;
-    if (lane == 0)
-        asm volatile("atom.add.release.gpu.s32 %0, [%1], %2;" : "=r"(prev) : "l"(e.counters + g), "r"(nr) : "memory");
-    if (__shfl_sync(0xffffffff, prev, 0) != 32 - nr) return;
-    __threadfence();                             // acquire: the other warps' rows, released by their counts
-    const float h = __ldcg(dst + 32 * g + lane); // rows other warps wrote: not through L1
-    q8s_quantize_block(e.qw ? h * __ldcg(e.qw + 32 * g + lane) : h, lane, e.qs + 32 * g, e.qd + g, e.qsum + g);
-    const float ss = warp_sum(h * h);
-    if (lane == 0) {
-        if (e.nsq_out) e.nsq_out[g] = ss;
-        e.counters[g] = 0; // for the next launch (ordered after this one by the stream)
-    }
+// The q8 epilogue of a block that computed the 32 rows of group g (h: their values, in shared memory, written
+// before the barrier every thread of the block passes): warp 0 quantizes them (times e.qw) into e.qs/qd/qsum
+// (q8s_quantize_block, as k_quantize_q8s) and writes their sum of squares to e.nsq_out. (The first form counted
+// each warp's rows with a global atomic and let the warp completing the group read them back from L2: two L2
+// round trips more at the end of every wo / ffn_down launch, ~3 us of a 10.4 us q4_0 launch on an H100.)
+static __device__ __forceinline__ void qt_epi_q8_block(const qt_epi_dev & e, const float * h, int64_t g) {
+    __syncthreads();
+    if (threadIdx.x >= 32) return;
+    const int lane = threadIdx.x;
+    const float v = h[lane];
+    q8s_quantize_block(e.qw ? v * __ldg(e.qw + 32 * g + lane) : v, lane, e.qs + 32 * g, e.qd + g, e.qsum + g);
+    const float ss = warp_sum(v * v);
+    if (lane == 0 && e.nsq_out) e.nsq_out[g] = ss;
 }
 
 template <typename T, int NW, int U>
@@ -127,16 +117,18 @@ static __device__ __forceinline__ void qt_rows_dot(const qregs (&w)[NW], const i
 }
 
 // dst [M, NC, B2, B3]; weight rows flat (row + (i2/r2)*M + (i3/r3)*M*A2); activation rows bz*NC + c.
-// RPW rows per warp (2: twice the weight bytes in flight per warp; a last odd row is computed twice, stored once).
-// e: the epilogues of ggml_cuda_qt_epi (NC = 1, one batch, dst contiguous; with e.qs M % 32 == 0).
-template <typename T, int NC, int RPW>
-static __global__ void __launch_bounds__(128)
+// Blocks of WPB warps, RPW rows per warp (2: twice the weight bytes in flight per warp; a last odd row is computed
+// twice, stored once).
+// e: the epilogues of ggml_cuda_qt_epi (NC = 1, one batch, dst contiguous); with e.qs WPB * RPW = 32 (a block per
+// group of 32 rows, M % 32 == 0: every block whole).
+template <typename T, int NC, int RPW, int WPB>
+static __global__ void __launch_bounds__(WPB * 32)
     k_qt_mmvq(const qregs w, const int8_t * __restrict__ xq, const float * __restrict__ xd, const int * __restrict__ xs,
               float * dst, int K, int64_t M, int64_t A2, int64_t B2, int64_t r2, int64_t r3, cuda_shape ds, int early,
               const qt_epi_dev e) {
     pdl_trigger();
-    const int lane = threadIdx.x % 32;
-    const int64_t row0 = ((int64_t)blockIdx.x * 4 + threadIdx.x / 32) * RPW, bz = blockIdx.y;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int64_t row0 = ((int64_t)blockIdx.x * WPB + warp) * RPW, bz = blockIdx.y;
     if (row0 >= M) return;
     const int64_t i2 = bz % B2, i3 = bz / B2;
     const int64_t off = (i2 / r2) * M + (i3 / r3) * M * A2;
@@ -154,6 +146,7 @@ static __global__ void __launch_bounds__(128)
     qt_rows_dot<T, NC, RPW>(wr, b0, nbr * T::CPB, xq + x0 * K, xd + x0 * (K / 32), xs + x0 * (K / 32), K, lane,
                             early != 0, acc, e.nsq_in, nss);
     const float sc = qt_norm_scale(e, nss, K);
+    __shared__ float h[WPB * RPW]; // the block's rows for the q8 epilogue
 #pragma unroll
     for (int m = 0; m < RPW; ++m)
 #pragma unroll
@@ -162,10 +155,11 @@ static __global__ void __launch_bounds__(128)
             if (lane == 0 && row0 + m < M) {
                 if (e.res) v += ld_act(e.res + row0 + m);
                 *(float *)((char *)dst + (row0 + m) * ds.nb[0] + c * ds.nb[1] + i2 * ds.nb[2] + i3 * ds.nb[3]) = v;
+                if constexpr (NC == 1) h[warp * RPW + m] = v;
             }
         }
-    if constexpr (NC == 1) {
-        if (e.qs) qt_epi_q8(e, dst, row0, RPW);
+    if constexpr (NC == 1 && WPB * RPW == 32) {
+        if (e.qs) qt_epi_q8_block(e, h, blockIdx.x);
     }
 }
 
@@ -319,26 +313,37 @@ static void qt_mmvq(ggml_cuda_context & ctx, const ggml_tensor * a, const void *
     GGML_ASSERT(b->ne[0] == K && B2 % a->ne[2] == 0 && B3 % a->ne[3] == 0);
     GGML_ASSERT(!epi || (N == 1 && B2 * B3 == 1 && ggml_is_contiguous(dst)));
     if (M == 0 || B2 * B3 == 0) return;
-    const qt_epi_dev e = qt_epi_dev_of(ctx, epi, M);
+    const qt_epi_dev e = qt_epi_dev_of(epi, M);
     const q8s_view x = q8s_view_of(const_cast<void *>(bq), ggml_nrows(b), K);
     const qregs r = qt_regs_of(T::type, w, ggml_nelements(a) / T::QK);
     const cuda_shape dsh = cuda_shape_of(dst);
     const int64_t r2 = B2 / a->ne[2], r3 = B3 / a->ne[3];
     const dim3 grid((unsigned)cuda_ceil_div(M, 4), (unsigned)(B2 * B3));
     float * dp = (float *)dst->data;
-    if (N == 1 && ctx.qt_rpw > 1) {
-        const dim3 g((unsigned)cuda_ceil_div(M, 4 * ctx.qt_rpw), (unsigned)(B2 * B3));
+#define QT_MMVQ_RPW(rpw, wpb)                                                                                          \
+    ggml_cuda_launch(ctx, k_qt_mmvq<T, 1, rpw, wpb>, dim3((unsigned)cuda_ceil_div(M, (rpw) * (wpb)), (unsigned)(B2 * B3)), \
+                     dim3((wpb) * 32), 0, r, (const int8_t *)x.qs, (const float *)x.d, (const int *)x.s, dp, (int)K, M,   \
+                     a->ne[2], B2, r2, r3, dsh, early ? 1 : 0, e)
+    if (e.qs) { // one block per group of 32 rows
         if (ctx.qt_rpw == 4)
-            ggml_cuda_launch(ctx, k_qt_mmvq<T, 1, 4>, g, dim3(128), 0, r, (const int8_t *)x.qs, (const float *)x.d,
-                             (const int *)x.s, dp, (int)K, M, a->ne[2], B2, r2, r3, dsh, early ? 1 : 0, e);
+            QT_MMVQ_RPW(4, 8);
+        else if (ctx.qt_rpw == 2)
+            QT_MMVQ_RPW(2, 16);
         else
-            ggml_cuda_launch(ctx, k_qt_mmvq<T, 1, 2>, g, dim3(128), 0, r, (const int8_t *)x.qs, (const float *)x.d,
-                             (const int *)x.s, dp, (int)K, M, a->ne[2], B2, r2, r3, dsh, early ? 1 : 0, e);
+            QT_MMVQ_RPW(1, 32);
         return;
     }
+    if (N == 1 && ctx.qt_rpw > 1) {
+        if (ctx.qt_rpw == 4)
+            QT_MMVQ_RPW(4, 4);
+        else
+            QT_MMVQ_RPW(2, 4);
+        return;
+    }
+#undef QT_MMVQ_RPW
 #define QT_MMVQ(n)                                                                                                     \
     case n:                                                                                                            \
-        ggml_cuda_launch(ctx, k_qt_mmvq<T, n, 1>, grid, dim3(128), 0, r, (const int8_t *)x.qs, (const float *)x.d,     \
+        ggml_cuda_launch(ctx, k_qt_mmvq<T, n, 1, 4>, grid, dim3(128), 0, r, (const int8_t *)x.qs, (const float *)x.d,  \
                          (const int *)x.s, dp, (int)K, M, a->ne[2], B2, r2, r3, dsh, early ? 1 : 0, e);                \
         break;
     switch (N) {
@@ -364,7 +369,7 @@ static void qt_group(ggml_cuda_context & ctx, const ggml_tensor * const * dsts, 
     GGML_ASSERT(!rope || (n == 3 && ctx.qt_rpw % 2 == 0 && rope->D % 2 == 0));
     ggml_cuda_qt_rope rp = {};
     if (rope) rp = *rope;
-    const qt_epi_dev e = qt_epi_dev_of(ctx, epi, 0);
+    const qt_epi_dev e = qt_epi_dev_of(epi, 0);
     const int64_t K = dsts[0]->src[0]->ne[0];
     GGML_ASSERT(K % T::QK == 0 && K <= INT32_MAX);
     qt_group_args g = {};
@@ -402,7 +407,7 @@ static void qt_swiglu(ggml_cuda_context & ctx, const ggml_tensor * gate_w, const
     const int64_t K = gate_w->ne[0], M = gate_w->ne[1];
     GGML_ASSERT(gate_w->type == T::type && up_w->type == T::type && K % T::QK == 0 && K <= INT32_MAX);
     GGML_ASSERT(!epi || (!epi->res && !epi->q8)); // a deferred norm only
-    const qt_epi_dev e = qt_epi_dev_of(ctx, epi, M);
+    const qt_epi_dev e = qt_epi_dev_of(epi, M);
     GGML_ASSERT(ggml_cuda_kernel_layout(gate_w) && ggml_cuda_kernel_layout(up_w));
     GGML_ASSERT(up_w->ne[0] == K && up_w->ne[1] == M && ggml_nrows(gate_w) == M && ggml_nrows(up_w) == M);
     if (M == 0) return;

@@ -38,7 +38,7 @@ void ggml_cuda_mmvq_q8r_swiglu(ggml_cuda_context & ctx, const ggml_tensor * gate
 //           rounding: x * s * w and x * w round to the same int8 values with scales s times apart.
 //   res:    dst[r] = a_r . b + res[r] (the residual ADD after wo / ffn_down; res may be dst itself).
 //   q8:     dst (times qw[r] when qw) also quantized to the q8s layout of one row of M (M % 32 == 0): each group of
-//           32 rows by the block that completes it (ctx.counters), nsq_out [M/32]: the groups' sums of dst^2.
+//           32 rows by the block that computes them (one block per group), nsq_out [M/32]: the groups' sums of dst^2.
 struct ggml_cuda_qt_epi {
     const float * nsq_in = nullptr;
     float eps_in = 0.0f;

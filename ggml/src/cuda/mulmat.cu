@@ -452,7 +452,7 @@ bool ggml_cuda_mul_mat_add_norm_ok(const ggml_cuda_context & ctx, const ggml_ten
     const int64_t K = a->ne[0], M = a->ne[1];
     return qt && ggml_cuda_kernel_layout(a) && a->ne[2] == 1 && a->ne[3] == 1 && K % qt->qk == 0 && K <= INT32_MAX &&
            mm->type == GGML_TYPE_F32 && ggml_is_contiguous(mm) && ggml_nrows(mm) == 1 && add->ne[0] == M &&
-           M % 32 == 0 && M / 32 <= GGML_CUDA_N_COUNTERS_EPI;
+           M % 32 == 0;
 }
 
 void * ggml_cuda_mul_mat_add_norm(ggml_cuda_context & ctx, ggml_tensor * mm, ggml_tensor * add, ggml_tensor * norm,
