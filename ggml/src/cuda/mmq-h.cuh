@@ -153,17 +153,7 @@ static void qt_mmqh(ggml_cuda_context & ctx, const ggml_tensor * a, const void *
         CUDA_CHECK(cudaFuncSetAttribute(k_mmqh<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)MMQH_SMEM));
         done = true;
     }
-    const half * xh = (const half *)bh->data;
-    const int64_t ldx = (int64_t)(bh->nb[1] / 2);
-    if (ks > 1) { // dst (contiguous) zeroed, then the partial sums added; a plain launch after the memset
-        GGML_ASSERT(ggml_is_contiguous(dst));
-        CUDA_CHECK(cudaMemsetAsync(dst->data, 0, ggml_nbytes(dst), ctx.stream));
-        k_mmqh<T><<<grid, MMQ_NT, MMQH_SMEM, ctx.stream>>>(r, xh, (float *)dst->data, (int)K, (int)M, (int)N, ldx,
-                                                           a->ne[2], B2, B2 / a->ne[2], B3 / a->ne[3],
-                                                           cuda_shape_of(dst), 0, ks);
-        CUDA_CHECK_LAUNCH();
-        return;
-    }
-    ggml_cuda_launch(ctx, k_mmqh<T>, grid, dim3(MMQ_NT), MMQH_SMEM, r, xh, (float *)dst->data, (int)K, (int)M, (int)N,
-                     ldx, a->ne[2], B2, B2 / a->ne[2], B3 / a->ne[3], cuda_shape_of(dst), early ? 1 : 0, 1);
+    mmq_launch(ctx, k_mmqh<T>, grid, MMQH_SMEM, ks, early, dst, r, (const half *)bh->data, (float *)dst->data, (int)K,
+               (int)M, (int)N, (int64_t)(bh->nb[1] / 2), a->ne[2], B2, B2 / a->ne[2], B3 / a->ne[3],
+               cuda_shape_of(dst));
 }

@@ -291,6 +291,22 @@ static inline int mmq_ksplit(const ggml_cuda_context & ctx, int64_t tiles, int64
     return ks;
 }
 
+// Launch a GEMM kernel whose last two parameters are (early, ksplit): with a K split (ks > 1) dst (contiguous) is
+// zeroed and the slices' partial sums are added into it, by a plain launch after the memset; else a programmatic
+// dependent launch (ggml_cuda_launch)
+template <typename... P, typename... A>
+static void mmq_launch(ggml_cuda_context & ctx, void (*kernel)(P...), dim3 grid, size_t smem, int ks, bool early,
+                       ggml_tensor * dst, A &&... args) {
+    if (ks > 1) {
+        GGML_ASSERT(ggml_is_contiguous(dst));
+        CUDA_CHECK(cudaMemsetAsync(dst->data, 0, ggml_nbytes(dst), ctx.stream));
+        kernel<<<grid, MMQ_NT, smem, ctx.stream>>>(std::forward<A>(args)..., 0, ks);
+        CUDA_CHECK_LAUNCH();
+        return;
+    }
+    ggml_cuda_launch(ctx, kernel, grid, dim3(MMQ_NT), smem, std::forward<A>(args)..., early ? 1 : 0, 1);
+}
+
 template <typename T>
 static void qt_mmq(ggml_cuda_context & ctx, const ggml_tensor * a, const void * w, bool early, const void * bq,
                    const ggml_tensor * b, ggml_tensor * dst) {
@@ -304,18 +320,9 @@ static void qt_mmq(ggml_cuda_context & ctx, const ggml_tensor * a, const void * 
     const int64_t tiles = cuda_ceil_div(N, MMQ_BN) * cuda_ceil_div(M, MMQ_BM) * B2 * B3;
     const int ks = mmq_ksplit(ctx, tiles, cuda_ceil_div(K, MMQ_KS));
     const dim3 grid((unsigned)cuda_ceil_div(N, MMQ_BN), (unsigned)cuda_ceil_div(M, MMQ_BM), (unsigned)(B2 * B3 * ks));
-    if (ks > 1) { // dst (contiguous) zeroed, then the partial sums added; a plain launch after the memset
-        GGML_ASSERT(ggml_is_contiguous(dst));
-        CUDA_CHECK(cudaMemsetAsync(dst->data, 0, ggml_nbytes(dst), ctx.stream));
-        k_mmq<T><<<grid, MMQ_NT, 0, ctx.stream>>>(r, (const int8_t *)x.qs, (const float *)x.d, (const int *)x.s,
-                                                  (float *)dst->data, (int)K, (int)M, (int)N, a->ne[2], B2,
-                                                  B2 / a->ne[2], B3 / a->ne[3], cuda_shape_of(dst), 0, ks);
-        CUDA_CHECK_LAUNCH();
-        return;
-    }
-    ggml_cuda_launch(ctx, k_mmq<T>, grid, dim3(MMQ_NT), 0, r, (const int8_t *)x.qs, (const float *)x.d,
-                     (const int *)x.s, (float *)dst->data, (int)K, (int)M, (int)N, a->ne[2], B2, B2 / a->ne[2],
-                     B3 / a->ne[3], cuda_shape_of(dst), early ? 1 : 0, 1);
+    mmq_launch(ctx, k_mmq<T>, grid, 0, ks, early, dst, r, (const int8_t *)x.qs, (const float *)x.d, (const int *)x.s,
+               (float *)dst->data, (int)K, (int)M, (int)N, a->ne[2], B2, B2 / a->ne[2], B3 / a->ne[3],
+               cuda_shape_of(dst));
 }
 
 #include "mmq-h.cuh"
