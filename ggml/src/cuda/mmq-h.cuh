@@ -46,7 +46,7 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
            int64_t A2, int64_t B2, int64_t r2, int64_t r3, cuda_shape ds, int early, int ksplit) {
     constexpr int SB = T::MMQ_SB;
     extern __shared__ int4 mmqh_smem[];
-    half * sw = (half *)mmqh_smem;   // [MMQ_BM][MMQH_LD]
+    half * sw = (half *)mmqh_smem;     // [MMQ_BM][MMQH_LD]
     half * sx = sw + MMQ_BM * MMQH_LD; // [MMQ_BN][MMQH_LD]
 
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -116,11 +116,11 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
 #pragma unroll
             for (int i = 0; i < 2; ++i)
                 mmq_ldsm4(a[i], (const int8_t *)(sw + (32 * wr + 16 * i + (lane % 8) + 8 * ((lane / 8) & 1)) * MMQH_LD +
-                                                  16 * kk + 8 * (lane / 16)));
+                                                 16 * kk + 8 * (lane / 16)));
 #pragma unroll
             for (int jj = 0; jj < 2; ++jj)
                 mmq_ldsm4(b[jj], (const int8_t *)(sx + (32 * wc + 16 * jj + (lane % 8) + 8 * (lane / 16)) * MMQH_LD +
-                                                   16 * kk + 8 * ((lane / 8) & 1)));
+                                                  16 * kk + 8 * ((lane / 8) & 1)));
 #pragma unroll
             for (int i = 0; i < 2; ++i)
 #pragma unroll

@@ -3,7 +3,8 @@
 // GGML_CUDA_QT_INSTANCE:
 //   decode mat-vec (N = 1..8 activation columns, batches with broadcast), the fused q/k/v group and the fused
 //   gate/up + SwiGLU (N = 1); the weight -> f16 conversion of the prompt path; get_rows.
-// Mat-vec layout: a block of 4 warps takes 4 x RPW rows, RPW rows per warp (N = 1: ctx.qt_rpw, 2 by default:
+// Mat-vec layout: a block of 4 warps (with the q8 epilogue 32 / RPW: one group of 32 rows) takes 4 x RPW rows, RPW
+// rows per warp (N = 1: ctx.qt_rpw, 2 by default:
 // twice the weight bytes in flight per warp, measured on an H100 tg128 q4_0 388 -> 434 t/s, Q4_K_M 354 -> 382,
 // q8_0 (v6 kernels of mmvq.cu) 278 -> 294; RPW 4 was slower for q4_0 and q8_0);
 // lane l takes the row's chunks l, l + 32, ... (a chunk: 32..128 values, qtypes.cuh), keeping T::U chunks of
@@ -173,7 +174,8 @@ struct qt_group_args {
 };
 
 // one rotated pair of the rope epilogue (ggml_cuda_qt_rope): rows r, r + 1 (r even) of weight m (0 q, 1 k, 2 v)
-static __device__ __forceinline__ void qt_rope_pair(const ggml_cuda_qt_rope & rp, int m, int64_t r, float x0, float x1) {
+static __device__ __forceinline__ void qt_rope_pair(const ggml_cuda_qt_rope & rp, int m, int64_t r, float x0,
+                                                    float x1) {
     if (m < 2 && (r % rp.D) / 2 < rp.rp.n_dims / 2) { // pass-through dims keep their values
         float cs, sn;
         rope_cs(rp.rp, (double)rp.rp.pos[0], (r % rp.D) / 2, cs, sn);
@@ -241,13 +243,15 @@ static __global__ void __launch_bounds__(128)
 
 static __device__ __forceinline__ float qt_silu(float x) { return x / (1.0f + expf(-x)); } // as unary.cu
 
-// dst[row] = silu(gate . x) * (up . x): both rows in one warp, one activation load serves both
-// (RPW rows per warp: weight rows gate r, up r for each)
 // blocks per SM the gate/up kernel is compiled for: q4_0 at two rows per warp held to 128 registers (4 blocks, 16
 // warps per SM; 167 registers and 3 blocks otherwise): H100 tg128 479.5 / 481.2 -> 502.8 / 503.4 t/s. The same
 // bound made q8_0 (one row per warp) 4% and Q4_K_M 0-1% slower: they keep the compiler's choice.
-template <typename T, int RPW> constexpr int qt_swiglu_min_blocks() { return T::type == GGML_TYPE_Q4_0 && RPW == 2 ? 4 : 1; }
+template <typename T, int RPW> constexpr int qt_swiglu_min_blocks() {
+    return T::type == GGML_TYPE_Q4_0 && RPW == 2 ? 4 : 1;
+}
 
+// dst[row] = silu(gate . x) * (up . x): both rows in one warp, one activation load serves both
+// (RPW rows per warp: weight rows gate r, up r for each)
 template <typename T, int RPW>
 static __global__ void __launch_bounds__(128, qt_swiglu_min_blocks<T, RPW>())
     k_qt_swiglu(const qregs gw, const qregs uw, const int8_t * __restrict__ xq, const float * __restrict__ xd,
@@ -326,9 +330,10 @@ static void qt_mmvq(ggml_cuda_context & ctx, const ggml_tensor * a, const void *
     const dim3 grid((unsigned)cuda_ceil_div(M, 4), (unsigned)(B2 * B3));
     float * dp = (float *)dst->data;
 #define QT_MMVQ_RPW(rpw, wpb)                                                                                          \
-    ggml_cuda_launch(ctx, k_qt_mmvq<T, 1, rpw, wpb>, dim3((unsigned)cuda_ceil_div(M, (rpw) * (wpb)), (unsigned)(B2 * B3)), \
-                     dim3((wpb) * 32), 0, r, (const int8_t *)x.qs, (const float *)x.d, (const int *)x.s, dp, (int)K, M,   \
-                     a->ne[2], B2, r2, r3, dsh, early ? 1 : 0, e)
+    ggml_cuda_launch(ctx, k_qt_mmvq<T, 1, rpw, wpb>,                                                                   \
+                     dim3((unsigned)cuda_ceil_div(M, (rpw) * (wpb)), (unsigned)(B2 * B3)), dim3((wpb)*32), 0, r,       \
+                     (const int8_t *)x.qs, (const float *)x.d, (const int *)x.s, dp, (int)K, M, a->ne[2], B2, r2, r3,  \
+                     dsh, early ? 1 : 0, e)
     if (e.qs) { // one block per group of 32 rows
         if (ctx.qt_rpw == 4)
             QT_MMVQ_RPW(4, 8);

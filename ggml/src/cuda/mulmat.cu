@@ -384,8 +384,8 @@ bool ggml_cuda_mul_mat_group_rope_ok(const ggml_cuda_context & ctx, ggml_tensor 
         rk->src[0] != n[5] || sv->src[1] != n[2])
         return false;
     const int D = (int)rq->ne[0], n_dims = ggml_get_op_params_i32(rq, 0);
-    return ggml_get_op_params_i32(rq, 1) == GGML_ROPE_TYPE_NORMAL && rq->ne[2] == 1 && rk->ne[0] == D &&
-           D % 2 == 0 && n_dims % 2 == 0 && n_dims <= D && ggml_is_contiguous(rq) && rq->src[1] == rk->src[1] &&
+    return ggml_get_op_params_i32(rq, 1) == GGML_ROPE_TYPE_NORMAL && rq->ne[2] == 1 && rk->ne[0] == D && D % 2 == 0 &&
+           n_dims % 2 == 0 && n_dims <= D && ggml_is_contiguous(rq) && rq->src[1] == rk->src[1] &&
            rq->src[2] == rk->src[2] && memcmp(rq->op_params, rk->op_params, sizeof(rq->op_params)) == 0 &&
            n[0]->ne[0] == D * rq->ne[1] && n[1]->ne[0] == D * rk->ne[1] && sk->src[2]->ne[0] == 1;
 }
@@ -451,8 +451,7 @@ bool ggml_cuda_mul_mat_add_norm_ok(const ggml_cuda_context & ctx, const ggml_ten
     const ggml_cuda_qt_fns * qt = qt_fns_of(ctx, a);
     const int64_t K = a->ne[0], M = a->ne[1];
     return qt && ggml_cuda_kernel_layout(a) && a->ne[2] == 1 && a->ne[3] == 1 && K % qt->qk == 0 && K <= INT32_MAX &&
-           mm->type == GGML_TYPE_F32 && ggml_is_contiguous(mm) && ggml_nrows(mm) == 1 && add->ne[0] == M &&
-           M % 32 == 0;
+           mm->type == GGML_TYPE_F32 && ggml_is_contiguous(mm) && ggml_nrows(mm) == 1 && add->ne[0] == M && M % 32 == 0;
 }
 
 void * ggml_cuda_mul_mat_add_norm(ggml_cuda_context & ctx, ggml_tensor * mm, ggml_tensor * add, ggml_tensor * norm,
