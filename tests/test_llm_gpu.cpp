@@ -21,21 +21,29 @@
 
 namespace {
 
-// logits of a prompt (last token) and of n_decode single steps after it
-std::vector<std::vector<float>> run(const std::string & path, int ngl, bool flash, const std::vector<int32_t> & toks,
-                                    int n_prompt, ggml_type kv = GGML_TYPE_F32) {
+// the model at path with ngl layers on the GPU (*m) and a context of 256 cells on it
+llm_context * open_ctx(const std::string & path, int ngl, bool flash, ggml_type kv, llm_model ** m) {
     std::string err;
     llm_model_params mp;
     mp.n_gpu_layers = ngl;
-    llm_model * m = llm_model_load(path.c_str(), mp, &err);
-    REQUIRE_MESSAGE(m != nullptr, err);
+    *m = llm_model_load(path.c_str(), mp, &err);
+    REQUIRE_MESSAGE(*m != nullptr, err);
     llm_context_params cp;
     cp.n_ctx = 256;
     cp.n_threads = 2;
     cp.type_k = cp.type_v = kv;
     cp.flash_attn = flash;
-    llm_context * c = llm_context_new(m, cp, &err);
+    llm_context * c = llm_context_new(*m, cp, &err);
     REQUIRE_MESSAGE(c != nullptr, err);
+    return c;
+}
+
+// logits of a prompt (last token) and of n_decode single steps after it
+std::vector<std::vector<float>> run(const std::string & path, int ngl, bool flash, const std::vector<int32_t> & toks,
+                                    int n_prompt, ggml_type kv = GGML_TYPE_F32) {
+    std::string err;
+    llm_model * m = nullptr;
+    llm_context * c = open_ctx(path, ngl, flash, kv, &m);
     const int n_vocab = llm_model_hparams(m).n_vocab;
     std::vector<std::vector<float>> out;
     REQUIRE_MESSAGE(llm_decode(c, toks.data(), n_prompt, &err), err);
@@ -200,19 +208,10 @@ TEST_CASE("decode steps replay the captured CUDA graph") {
     const std::string path = gen_model("gpu_l3_q8", std::string(k_l3) + " --outtype q8_0 --seed 23");
     for (const bool fa : {false, true}) {
         std::string err;
-        llm_model_params mp;
-        mp.n_gpu_layers = 99;
-        llm_model * m = llm_model_load(path.c_str(), mp, &err);
-        REQUIRE_MESSAGE(m != nullptr, err);
-        llm_context_params cp;
-        cp.n_ctx = 256;
-        cp.n_threads = 2;
-        cp.type_k = cp.type_v = GGML_TYPE_F16;
-        cp.flash_attn = fa;
+        llm_model * m = nullptr;
         setenv("GGML_CUDA_GRAPH_VERIFY", "1", 1); // read by the context's CUDA backend at its init
-        llm_context * c = llm_context_new(m, cp, &err);
+        llm_context * c = open_ctx(path, 99, fa, GGML_TYPE_F16, &m);
         unsetenv("GGML_CUDA_GRAPH_VERIFY");
-        REQUIRE_MESSAGE(c != nullptr, err);
         const std::vector<int32_t> toks = random_tokens(64, 300, 5);
         REQUIRE_MESSAGE(llm_decode(c, toks.data(), 24, &err), err);
         ggml_cgraph * gf = llm_last_graph(c);

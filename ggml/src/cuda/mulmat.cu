@@ -8,6 +8,7 @@
 #include "q8repack.cuh"
 #include "quantize.cuh"
 #include "rope.cuh"
+
 #include <cstring>
 
 // A tensor header describing dense memory of `type` with t's ne (data not set).
@@ -208,9 +209,20 @@ static const ggml_cuda_mmq_fns * mmq_of(const ggml_cuda_context & ctx, const ggm
     return ggml_cuda_mmq(a->type);
 }
 
+// a's data in the kernel layout: a->data (early: a kernel may read it before pdl_wait), or, for a weight in ggml's
+// layout (outside a weights buffer, a view), a copy repacked into scratch for this launch (given back at the
+// caller's rewind; early false, as the repack kernel wrote it)
+static const void * kernel_layout_data(ggml_cuda_context & ctx, const ggml_tensor * a, bool & early) {
+    early = ggml_cuda_kernel_layout(a);
+    if (early) return a->data;
+    void * w = ctx.pool.alloc(ggml_nbytes(a));
+    ggml_cuda_repack_into(ctx, a, w);
+    return w;
+}
+
 // dst = a^T b through the GEMM f: on f16 tensor cores with b converted to f16 (mmq-h.cuh), or with
 // GGML_CUDA_MMQ_INT8=1 on int8 tensor cores with b quantized to q8s (both copies of b cached, so they lie below the
-// mark); a weight outside the kernel layout (a view, a weight outside a weights buffer) is repacked into scratch
+// mark)
 static void mul_mat_mmq(ggml_cuda_context & ctx, const ggml_cuda_mmq_fns * f, const ggml_tensor * a,
                         const ggml_tensor * b, ggml_tensor * dst) {
     ggml_tensor bh;
@@ -220,13 +232,8 @@ static void mul_mat_mmq(ggml_cuda_context & ctx, const ggml_cuda_mmq_fns * f, co
     else
         bh = f16_b(ctx, b);
     const size_t mark = ctx.pool.mark();
-    const void * w = a->data;
-    const bool early = ggml_cuda_kernel_layout(a);
-    if (!early) {
-        void * s = ctx.pool.alloc(ggml_nbytes(a));
-        ggml_cuda_repack_into(ctx, a, s);
-        w = s;
-    }
+    bool early = true;
+    const void * w = kernel_layout_data(ctx, a, early);
     if (ctx.mmq_int8)
         f->s8(ctx, a, w, early, bq, b, dst);
     else
@@ -272,16 +279,10 @@ GGML_CUDA_OP(mul_mat) {
         }
         const void * bq = quantized_b(ctx, b);
         const ggml_cuda_qt_epi e = epi_in(ctx, bq);
-        const ggml_cuda_qt_epi * ep = e.nsq_in ? &e : nullptr;
-        if (ggml_cuda_kernel_layout(a)) {
-            qt->mmvq(ctx, a, a->data, true, bq, b, dst, ep);
-            return;
-        }
-        // ggml's layout (a weight outside a weights buffer, a view): a repacked copy in scratch for this launch
         const size_t mark = ctx.pool.mark();
-        void * w = ctx.pool.alloc(ggml_nbytes(a));
-        ggml_cuda_repack_into(ctx, a, w);
-        qt->mmvq(ctx, a, w, false, bq, b, dst, ep);
+        bool early = true;
+        const void * w = kernel_layout_data(ctx, a, early);
+        qt->mmvq(ctx, a, w, early, bq, b, dst, e.nsq_in ? &e : nullptr);
         ctx.pool.rewind(mark);
         return;
     }
