@@ -36,13 +36,14 @@ int main(int argc, char ** argv) {
             wt = (ggml_type)t;
     if (argc <= 4) wt = GGML_TYPE_Q8_0;
     if (reps <= 0 || total_mb <= 0 || N <= 0 || N > 4096 || wt == GGML_TYPE_COUNT) {
-        fprintf(stderr, "usage: bench-mmvq [reps > 0] [total MB > 0] [N columns 1..4096] [quantized weight type]\n");
+        fprintf(stderr, "bench-mmvq: error: bad arguments (usage: bench-mmvq [reps > 0] [total MB > 0] [N columns "
+                        "1..4096] [quantized weight type: q8_0, q4_0, q4_K, ...])\n");
         return 1;
     }
     const ggml_type_traits * tt = ggml_get_type_traits(wt);
     ggml_backend_t be = ggml_backend_cuda_init(0);
     if (!be) {
-        fprintf(stderr, "bench-mmvq: no CUDA device\n");
+        fprintf(stderr, "bench-mmvq: error: no CUDA device\n");
         return 1;
     }
     const char * var = getenv("GGML_CUDA_MMVQ");
@@ -87,7 +88,8 @@ int main(int argc, char ** argv) {
         for (int r = 0; r < reps + 3; ++r) {
             const double t0 = now_s();
             if (ggml_backend_graph_compute(be, gf) != GGML_STATUS_SUCCESS) {
-                fprintf(stderr, "bench-mmvq: graph compute failed (K %lld, M %lld)\n", (long long)K, (long long)M);
+                fprintf(stderr, "bench-mmvq: error: graph compute failed (K %lld, M %lld)\n", (long long)K,
+                        (long long)M);
                 return 1;
             }
             ggml_backend_synchronize(be);
@@ -109,7 +111,7 @@ int main(int argc, char ** argv) {
 }
 #else
 int main() {
-    fprintf(stderr, "bench-mmvq: built without CUDA\n");
+    fprintf(stderr, "bench-mmvq: error: built without CUDA\n");
     return 1;
 }
 #endif
