@@ -749,7 +749,8 @@ inline std::vector<backend_case> backend_cases() {
     const fa_seq_cfg scfgs[] = {{128, 4, 2, 4097, 64, 40, GGML_TYPE_F16},  {64, 1, 4, 1000, 24, 24, GGML_TYPE_F16},
                                 {128, 8, 1, 2048, 9, 9, GGML_TYPE_F16},    {128, 4, 2, 3000, 512, 1, GGML_TYPE_F16},
                                 {64, 1, 4, 700, 100, 2, GGML_TYPE_F16},    {128, 4, 2, 4097, 2, 2, GGML_TYPE_F16},
-                                {128, 4, 2, 1500, 33, 33, GGML_TYPE_Q8_0}, {96, 1, 2, 777, 17, 17, GGML_TYPE_F32}};
+                                {128, 4, 2, 1500, 33, 33, GGML_TYPE_Q8_0}, {96, 1, 2, 777, 17, 17, GGML_TYPE_F32},
+                                {128, 1, 4, 600, 40, 40, GGML_TYPE_F16}};
     for (const fa_seq_cfg & sc : scfgs) {
         const std::string nm = "D " + std::to_string(sc.D) + " tokens " + std::to_string(sc.n_tokens) + " of " +
                                std::to_string(sc.n_seq) + " sequences, heads " +

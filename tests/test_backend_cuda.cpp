@@ -698,57 +698,66 @@ TEST_CASE("repacked q8_0 weights: set/get return ggml's bytes, partial sets merg
     ggml_free(ctx);
 }
 
+// Columns 5..8 go to the streamed GEMM by default (GGML_CUDA_MMV_MAX_N, 4): every case once so, and once with the
+// mat-vec for every N <= 8.
 TEST_CASE("repacked q8_0 weights: mat-vec (odd rows, 1..8 columns, batches), prefill, get_rows") {
-    backends be;
-    for (int64_t K : {32, 96, 4096, 11008}) {
-        for (int64_t M : {1, 37, 333}) {
-            for (int64_t N : {1, 3, 8, 9, 64, 513}) {
-                if (K >= 4096 && N >= 64 && M == 1) continue;
-                if (N == 513 && K > 4096) continue;
-                compare_w(
-                    be, "q8r K" + std::to_string(K) + " M" + std::to_string(M) + " N" + std::to_string(N),
-                    [=](ggml_context * cw, ggml_context * cg) {
-                        return ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, K, M, 1, "w"),
-                                            leaf(cg, GGML_TYPE_F32, K, N, 1, "x"));
-                    },
-                    2e-4);
+    for (const char * mv : {"", "8"}) {
+        if (*mv) setenv("GGML_CUDA_MMV_MAX_N", mv, 1);
+        INFO("GGML_CUDA_MMV_MAX_N=", mv);
+        backends be;
+        for (int64_t K : {32, 96, 4096, 11008}) {
+            for (int64_t M : {1, 37, 333}) {
+                for (int64_t N : {1, 3, 8, 9, 64, 513}) {
+                    if (K >= 4096 && N >= 64 && M == 1) continue;
+                    if (N == 513 && K > 4096) continue;
+                    compare_w(
+                        be, "q8r K" + std::to_string(K) + " M" + std::to_string(M) + " N" + std::to_string(N),
+                        [=](ggml_context * cw, ggml_context * cg) {
+                            return ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, K, M, 1, "w"),
+                                                leaf(cg, GGML_TYPE_F32, K, N, 1, "x"));
+                        },
+                        2e-4);
+                }
             }
         }
-    }
-    // enough rows for 4 (N <= 2) and 2 (N <= 4) rows per block on a 132-SM GPU; a partial last block
-    for (int64_t N : {1, 2, 3, 4}) {
+        // enough rows for 4 (N <= 2) and 2 (N <= 4) rows per block on a 132-SM GPU; a partial last block
+        for (int64_t N : {1, 2, 3, 4}) {
+            compare_w(
+                be, "q8r K256 M2115 N" + std::to_string(N),
+                [=](ggml_context * cw, ggml_context * cg) {
+                    return ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, 256, 2115, 1, "w"),
+                                        leaf(cg, GGML_TYPE_F32, 256, N, 1, "x"));
+                },
+                2e-4);
+        }
         compare_w(
-            be, "q8r K256 M2115 N" + std::to_string(N),
-            [=](ggml_context * cw, ggml_context * cg) {
-                return ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, 256, 2115, 1, "w"),
-                                    leaf(cg, GGML_TYPE_F32, 256, N, 1, "x"));
+            be, "q8r batched (broadcast over 2 x 2)",
+            [](ggml_context * cw, ggml_context * cg) {
+                return ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, 64, 19, 2, "w", 1),
+                                    leaf(cg, GGML_TYPE_F32, 64, 3, 4, "x"));
             },
             2e-4);
+        compare_w(
+            be, "q8r get_rows",
+            [](ggml_context * cw, ggml_context * cg) {
+                return ggml_get_rows(cg, leaf(cw, GGML_TYPE_Q8_0, 160, 101, 1, "w"),
+                                     leaf(cg, GGML_TYPE_I32, 7, 1, 1, "i"));
+            },
+            1e-12);
+        // q/k/v-style reuse of one quantized activation, then a different activation of the same shape
+        compare_w(
+            be, "q8r shared activation",
+            [](ggml_context * cw, ggml_context * cg) {
+                ggml_tensor * x = leaf(cg, GGML_TYPE_F32, 256, 1, 1, "x");
+                ggml_tensor * x2 = leaf(cg, GGML_TYPE_F32, 256, 1, 1, "x2");
+                ggml_tensor * q = ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, 256, 64, 1, "wq"), x);
+                ggml_tensor * k = ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, 256, 64, 1, "wk"), x);
+                ggml_tensor * v = ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, 256, 64, 1, "wv"), x2);
+                return ggml_add(cg, ggml_add(cg, q, k), v);
+            },
+            2e-4);
+        unsetenv("GGML_CUDA_MMV_MAX_N");
     }
-    compare_w(
-        be, "q8r batched (broadcast over 2 x 2)",
-        [](ggml_context * cw, ggml_context * cg) {
-            return ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, 64, 19, 2, "w", 1), leaf(cg, GGML_TYPE_F32, 64, 3, 4, "x"));
-        },
-        2e-4);
-    compare_w(
-        be, "q8r get_rows",
-        [](ggml_context * cw, ggml_context * cg) {
-            return ggml_get_rows(cg, leaf(cw, GGML_TYPE_Q8_0, 160, 101, 1, "w"), leaf(cg, GGML_TYPE_I32, 7, 1, 1, "i"));
-        },
-        1e-12);
-    // q/k/v-style reuse of one quantized activation, then a different activation of the same shape
-    compare_w(
-        be, "q8r shared activation",
-        [](ggml_context * cw, ggml_context * cg) {
-            ggml_tensor * x = leaf(cg, GGML_TYPE_F32, 256, 1, 1, "x");
-            ggml_tensor * x2 = leaf(cg, GGML_TYPE_F32, 256, 1, 1, "x2");
-            ggml_tensor * q = ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, 256, 64, 1, "wq"), x);
-            ggml_tensor * k = ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, 256, 64, 1, "wk"), x);
-            ggml_tensor * v = ggml_mul_mat(cg, leaf(cw, GGML_TYPE_Q8_0, 256, 64, 1, "wv"), x2);
-            return ggml_add(cg, ggml_add(cg, q, k), v);
-        },
-        2e-4);
 }
 
 namespace {
@@ -810,59 +819,67 @@ double mm_vs_f64(backends & be, ggml_type type, int64_t K, int64_t M, int64_t N,
 }
 } // namespace
 
+// (as the repacked q8_0 case: the default, then the mat-vec for every N <= 8)
 TEST_CASE("quantized types: mat-vec (N 1..8) and prompt GEMM (N 9..17, 511..513) against the CPU, odd shapes") {
-    backends be;
-    for (ggml_type t : k_qtypes) {
-        const int64_t qk = ggml_blck_size(t);
-        const std::string tn = ggml_type_name(t);
-        // 3 blocks per row, 37 rows (not a multiple of the 4-row tile): every column count
-        std::vector<int64_t> ns;
-        for (int64_t n = 1; n <= 17; ++n)
-            ns.push_back(n);
-        for (int64_t n : {511, 512, 513})
-            ns.push_back(n);
-        for (int64_t N : ns) {
-            const int64_t K = 3 * qk;
+    for (const char * mv : {"", "8"}) {
+        if (*mv) setenv("GGML_CUDA_MMV_MAX_N", mv, 1);
+        INFO("GGML_CUDA_MMV_MAX_N=", mv);
+        backends be;
+        for (ggml_type t : k_qtypes) {
+            const int64_t qk = ggml_blck_size(t);
+            const std::string tn = ggml_type_name(t);
+            // 3 blocks per row, 37 rows (not a multiple of the 4-row tile): every column count
+            std::vector<int64_t> ns;
+            for (int64_t n = 1; n <= 17; ++n)
+                ns.push_back(n);
+            for (int64_t n : {511, 512, 513})
+                ns.push_back(n);
+            for (int64_t N : ns) {
+                const int64_t K = 3 * qk;
+                compare_w(
+                    be, tn + " K" + std::to_string(K) + " M37 N" + std::to_string(N),
+                    [=](ggml_context * cw, ggml_context * cg) {
+                        return ggml_mul_mat(cg, leaf(cw, t, K, 37, 1, "w"), leaf(cg, GGML_TYPE_F32, K, N, 1, "x"));
+                    },
+                    qtol(t));
+            }
+            // a Llama FFN row length (11008 = 43 super-blocks: the lanes' chunk loop runs several ragged rounds)
+            for (int64_t N : {1, 3, 8, 9, 512}) {
+                compare_w(
+                    be, tn + " K11008 M333 N" + std::to_string(N),
+                    [=](ggml_context * cw, ggml_context * cg) {
+                        return ggml_mul_mat(cg, leaf(cw, t, 11008, 333, 1, "w"),
+                                            leaf(cg, GGML_TYPE_F32, 11008, N, 1, "x"));
+                    },
+                    qtol(t));
+            }
+            // batches with broadcast over the weight's dims 2/3
             compare_w(
-                be, tn + " K" + std::to_string(K) + " M37 N" + std::to_string(N),
+                be, tn + " batched (broadcast over 2 x 2)",
                 [=](ggml_context * cw, ggml_context * cg) {
-                    return ggml_mul_mat(cg, leaf(cw, t, K, 37, 1, "w"), leaf(cg, GGML_TYPE_F32, K, N, 1, "x"));
+                    return ggml_mul_mat(cg, leaf(cw, t, 2 * qk, 19, 2, "w", 1),
+                                        leaf(cg, GGML_TYPE_F32, 2 * qk, 3, 4, "x"));
                 },
                 qtol(t));
+            // weights in ggml's layout (not a weights buffer: a repacked copy in scratch for the mat-vec; the
+            // prompt path dequantizes ggml's layout directly)
+            for (int64_t N : {1, 4, 9, 64}) {
+                compare(
+                    be, tn + " ggml layout K" + std::to_string(5 * qk) + " M45 N" + std::to_string(N),
+                    [=](ggml_context * ctx) {
+                        return ggml_mul_mat(ctx, leaf(ctx, t, 5 * qk, 45, 1, "w"),
+                                            leaf(ctx, GGML_TYPE_F32, 5 * qk, N, 1, "x"));
+                    },
+                    qtol(t));
+            }
+            // against float64 (independent of the CPU backend): decode and prompt
+            for (int64_t N : {1, 2, 77}) {
+                const double e = mm_vs_f64(be, t, 4 * qk, 67, N, 41 + N);
+                INFO(tn, " vs f64 K", 4 * qk, " M67 N", N, ": nmse ", e);
+                CHECK(e <= qtol(t) / 2);
+            }
         }
-        // a Llama FFN row length (11008 = 43 super-blocks: the lanes' chunk loop runs several ragged rounds)
-        for (int64_t N : {1, 3, 8, 9, 512}) {
-            compare_w(
-                be, tn + " K11008 M333 N" + std::to_string(N),
-                [=](ggml_context * cw, ggml_context * cg) {
-                    return ggml_mul_mat(cg, leaf(cw, t, 11008, 333, 1, "w"), leaf(cg, GGML_TYPE_F32, 11008, N, 1, "x"));
-                },
-                qtol(t));
-        }
-        // batches with broadcast over the weight's dims 2/3
-        compare_w(
-            be, tn + " batched (broadcast over 2 x 2)",
-            [=](ggml_context * cw, ggml_context * cg) {
-                return ggml_mul_mat(cg, leaf(cw, t, 2 * qk, 19, 2, "w", 1), leaf(cg, GGML_TYPE_F32, 2 * qk, 3, 4, "x"));
-            },
-            qtol(t));
-        // weights in ggml's layout (not a weights buffer: a repacked copy in scratch for the mat-vec; the
-        // prompt path dequantizes ggml's layout directly)
-        for (int64_t N : {1, 4, 9, 64}) {
-            compare(
-                be, tn + " ggml layout K" + std::to_string(5 * qk) + " M45 N" + std::to_string(N),
-                [=](ggml_context * ctx) {
-                    return ggml_mul_mat(ctx, leaf(ctx, t, 5 * qk, 45, 1, "w"),
-                                        leaf(ctx, GGML_TYPE_F32, 5 * qk, N, 1, "x"));
-                },
-                qtol(t));
-        }
-        // against float64 (independent of the CPU backend): decode and prompt
-        for (int64_t N : {1, 2, 77}) {
-            const double e = mm_vs_f64(be, t, 4 * qk, 67, N, 41 + N);
-            INFO(tn, " vs f64 K", 4 * qk, " M67 N", N, ": nmse ", e);
-            CHECK(e <= qtol(t) / 2);
-        }
+        unsetenv("GGML_CUDA_MMV_MAX_N");
     }
 }
 
@@ -870,16 +887,18 @@ TEST_CASE("quantized types: mat-vec (N 1..8) and prompt GEMM (N 9..17, 511..513)
 // weight type in the kernel layout (repacked q8_0 too): rows not a multiple of the tile, N just above the mat-vec
 // range and ragged last column tiles, K of several steps with a partial last step, batches with broadcast over
 // dims 2 and 3, K split over blocks. The GEMM forced for every N (GGML_CUDA_MMQ_MAX_N), on f16 tensor cores (the
-// default, mmq-h.cuh) and on int8 tensor cores (GGML_CUDA_MMQ_INT8=1); then the same shapes through dequantization
-// + cuBLAS (GGML_CUDA_NO_MMQ=1).
+// default: N <= 64 streamed, mmq-s.cuh, wider N tiled, mmq-h.cuh; then the tiled kernel for every N,
+// GGML_CUDA_MMQ_STREAM_N=0) and on int8 tensor cores (GGML_CUDA_MMQ_INT8=1); then the same shapes through
+// dequantization + cuBLAS (GGML_CUDA_NO_MMQ=1).
 TEST_CASE("quantized types: tensor-core GEMM (MMQ, f16 and int8), ragged tiles, several K steps, split K, batches") {
     std::vector<ggml_type> types = {GGML_TYPE_Q8_0};
     types.insert(types.end(), std::begin(k_qtypes), std::end(k_qtypes));
-    for (const char * mode : {"f16", "int8", "no mmq"}) {
+    for (const char * mode : {"f16", "f16 tiles", "int8", "no mmq"}) {
         const bool no_mmq = std::string(mode) == "no mmq", int8 = std::string(mode) == "int8";
         // the GEMM for every N (the default dispatch sends large N to cuBLAS), then the old path
         setenv(no_mmq ? "GGML_CUDA_NO_MMQ" : "GGML_CUDA_MMQ_MAX_N", no_mmq ? "1" : "1000000", 1);
         if (int8) setenv("GGML_CUDA_MMQ_INT8", "1", 1);
+        if (std::string(mode) == "f16 tiles") setenv("GGML_CUDA_MMQ_STREAM_N", "0", 1);
         backends be;
         for (ggml_type t : types) {
             const int64_t qk = ggml_blck_size(t);
@@ -918,6 +937,14 @@ TEST_CASE("quantized types: tensor-core GEMM (MMQ, f16 and int8), ragged tiles, 
                     return ggml_mul_mat(cg, leaf(cw, t, 3840, 300, 1, "w"), leaf(cg, GGML_TYPE_F32, 3840, 70, 1, "x"));
                 },
                 qtol(t));
+            // streamed (N <= 64): 30 chunks of 128 values in slices of 256 (15 blocks per 256 rows), 44 rows past
+            // the last full block
+            compare_w(
+                be, tn + " K3840 M300 N40 (split over K)",
+                [=](ggml_context * cw, ggml_context * cg) {
+                    return ggml_mul_mat(cg, leaf(cw, t, 3840, 300, 1, "w"), leaf(cg, GGML_TYPE_F32, 3840, 40, 1, "x"));
+                },
+                qtol(t));
             compare_w(
                 be, tn + " batched N33 (broadcast over dims 2 and 3)",
                 [=](ggml_context * cw, ggml_context * cg) {
@@ -928,7 +955,43 @@ TEST_CASE("quantized types: tensor-core GEMM (MMQ, f16 and int8), ragged tiles, 
         }
         unsetenv(no_mmq ? "GGML_CUDA_NO_MMQ" : "GGML_CUDA_MMQ_MAX_N");
         unsetenv("GGML_CUDA_MMQ_INT8");
+        unsetenv("GGML_CUDA_MMQ_STREAM_N");
     }
+}
+
+// The streamed GEMM (mmq-s.cuh) against the tiled one (mmq-h.cuh): the same f16 weights and activations, so only the
+// f32 summation order differs (K permuted within 128-value chunks, other K slices): nmse <= 1e-10, where a wrong
+// unit, scale or row would be O(1). Legacy and K-quant types; partial chunks, split K, ragged rows and columns.
+TEST_CASE("quantized types: the streamed small-N GEMM equals the tiled GEMM") {
+    setenv("GGML_CUDA_MMQ_MAX_N", "1000000", 1);
+    backends be;
+    setenv("GGML_CUDA_MMQ_STREAM_N", "0", 1);
+    ggml_backend_t tiled = ggml_backend_cuda_init(0);
+    unsetenv("GGML_CUDA_MMQ_STREAM_N");
+    REQUIRE(tiled != nullptr);
+    for (ggml_type t : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q5_1, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K}) {
+        const int64_t qk = ggml_blck_size(t);
+        struct shape {
+            int64_t K, M, N;
+        };
+        // the last three: test_llm_gpu's model shapes (a 24-token prompt; gate/up, GQA k/v and the output of n_embd
+        // 128 or 256)
+        const int64_t ke = qk == 32 ? 128 : 256;
+        for (shape sh :
+             {shape{qk == 32 ? 416 : 768, 37, 5}, shape{ke, 128, 24}, shape{3840, 300, 40},
+              shape{qk == 32 ? 1056 : 1280, 130, 64}, shape{ke, 344, 24}, shape{ke, 32, 24}, shape{ke, 300, 24}}) {
+            auto build = [=](ggml_context * cw, ggml_context * cg) {
+                return ggml_mul_mat(cg, leaf(cw, t, sh.K, sh.M, 1, "w"), leaf(cg, GGML_TYPE_F32, sh.K, sh.N, 1, "x"));
+            };
+            const run_result want = run_weights(tiled, build, 5);
+            const run_result got = run_weights(be.cuda, build, 5);
+            const double e = got.ok && want.ok ? backend_case_nmse(got.values, want.values) : INFINITY;
+            INFO(ggml_type_name(t), " K", sh.K, " M", sh.M, " N", sh.N, ": nmse ", e);
+            CHECK(e <= 1e-10);
+        }
+    }
+    ggml_backend_free(tiled);
+    unsetenv("GGML_CUDA_MMQ_MAX_N");
 }
 
 TEST_CASE("quantized types: get_rows, set/get of repacked weights (ggml's bytes back), partial sets merge") {

@@ -114,6 +114,9 @@ struct ggml_cuda_context {
     ggml_cuda_qcache hcache; // f16 activations of f16-weight GEMMs (prompts: q/k/v and gate/up share one)
     int n_sm = 0;
     bool use_graphs = true;
+    // graphs whose mat-muls have at most this many columns are captured and replayed (decode steps, B sequences
+    // decoded together); wider ones (prompts) run eagerly. GGML_CUDA_GRAPH_MAX_N sets it.
+    int64_t graph_max_n = 64;
     // GGML_CUDA_GRAPH_FULL_CHECK=1: compare the whole graph record even when the scheduler's plan_id says the
     // graph is the one launched last; GGML_CUDA_GRAPH_VERIFY=1: compare it too, and abort on a difference (tests)
     bool graph_full_check = false, graph_verify = false;
@@ -128,7 +131,7 @@ struct ggml_cuda_context {
     // through mmvq.cu's v6 kernels instead of those
     int qt_rpw = 2, qt_rpw_glu = 0;
     bool q8_qt = true;
-    // quantized weights times N > MUL_MAT_VEC_MAX_N columns through the int8 tensor-core GEMM (mmq.cuh) up to
+    // quantized weights times N > ggml_cuda_mmv_max_n columns through the tensor-core GEMM (mmq.cuh) up to
     // mmq_max_n columns (GGML_CUDA_MMQ_MAX_N; -1: the per-type crossover of mulmat.cu), beyond through
     // dequantization + cuBLAS; GGML_CUDA_NO_MMQ=1: never
     bool use_mmq = true;
@@ -136,6 +139,15 @@ struct ggml_cuda_context {
     // GGML_CUDA_MMQ_INT8=1: that GEMM on int8 tensor cores (k_mmq, activations quantized to q8s) instead of on f16
     // tensor cores (k_mmqh, weights dequantized per tile in shared memory, activations in f16)
     bool mmq_int8 = false;
+    // up to how many columns the f16 GEMM streams the weights into its fragments (k_mms, mmq-s.cuh; at most 64;
+    // beyond 32 its per-warp MMA work outgrows the tiled kernel's on the Llama-2-7B shapes); GGML_CUDA_MMQ_STREAM_N
+    // sets it (0: k_mmqh for every N)
+    int mmq_stream_n = 32;
+    // quantized weights times N <= mmv_max_n columns (<= MUL_MAT_VEC_MAX_N) through the mat-vec kernels, more through
+    // the GEMM (H200, q8_0 4096 x 11008: mat-vec 40.7 us at N 8, the streamed GEMM 21.4 at N 9);
+    // GGML_CUDA_MMV_MAX_N sets it (1..8). The mat-vec keeps N <= 8 when the GEMM is off or on int8
+    // (ggml_cuda_mmv_max_n).
+    int mmv_max_n = 4;
     // GGML_CUDA_MMQ_KS: the GEMM's K split fixed (an A/B; 0: chosen per shape, mmq-t.cuh)
     int mmq_ks = 0;
     // GGML_CUDA_TWICE=norm,rope,attn,mmv,other: timing probe, the kernels of those node classes are launched twice

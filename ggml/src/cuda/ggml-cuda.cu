@@ -250,7 +250,7 @@ struct ggml_cuda_profile {
     bool warmed = false; // mode 1: the backend's first graph (cuBLAS set-up, first-touch) is not counted
 };
 
-static std::string profile_label(const ggml_tensor * t, int fused) {
+static std::string profile_label(const ggml_cuda_context & ctx, const ggml_tensor * t, int fused) {
     switch (fused) { // codes: plan_fusions
         case 1: return "RMS_NORM+MUL";
         case 2: return "ADD+RMS_NORM+MUL";
@@ -269,8 +269,9 @@ static std::string profile_label(const ggml_tensor * t, int fused) {
     std::string l = ggml_op_name(t->op);
     if (t->op == GGML_OP_MUL_MAT) {
         const int64_t n = t->src[1]->ne[1];
+        const int64_t vec_n = ggml_is_quantized(t->src[0]->type) ? ggml_cuda_mmv_max_n(ctx) : MUL_MAT_VEC_MAX_N;
         l += std::string(" ") + ggml_type_name(t->src[0]->type) +
-             (n <= MUL_MAT_VEC_MAX_N ? " vec" : n <= 128 ? " gemm n<=128" : " gemm");
+             (n <= vec_n ? " vec" : n <= 128 ? " gemm n<=128" : " gemm");
         if (t->src[0]->ne[2] > 1 || t->src[1]->ne[2] > 1) l += " batched";
     } else if (t->op == GGML_OP_FLASH_ATTN_EXT) {
         l += t->src[0]->ne[1] <= 128 ? " q<=128" : " q>128";
@@ -307,7 +308,7 @@ static ggml_status profile_graph(ggml_cuda_context & ctx, ggml_cgraph * gf, cons
     for (size_t k = 0; k < idx.size(); ++k) {
         float ms = 0;
         CUDA_CHECK(cudaEventElapsedTime(&ms, p.ev[k], p.ev[k + 1]));
-        auto & e = p.per_op[profile_label(gf->nodes[idx[k]], fused[idx[k]])];
+        auto & e = p.per_op[profile_label(ctx, gf->nodes[idx[k]], fused[idx[k]])];
         e.first += ms;
         e.second += 1;
         total += ms;
@@ -545,14 +546,14 @@ static void plan_mat_vec_fusions(const ggml_cuda_context & ctx, ggml_cgraph * gf
 
 // is u a quantized-weight mat-vec reading t (f32 rows of K) as its activation through the q8s layout (repacked
 // q8_0, q4_0 ... q6_K)?
-static bool is_q8_vec_reader(const ggml_tensor * u, const ggml_tensor * t) {
-    return u->op == GGML_OP_MUL_MAT && u->src[1] == t && u->src[0] != t && ggml_cuda_mul_mat_reads_q8s(u) &&
+static bool is_q8_vec_reader(const ggml_cuda_context & ctx, const ggml_tensor * u, const ggml_tensor * t) {
+    return u->op == GGML_OP_MUL_MAT && u->src[1] == t && u->src[0] != t && ggml_cuda_mul_mat_reads_q8s(ctx, u) &&
            u->src[0]->ne[0] == t->ne[0];
 }
 
 // codes 1/2 -> 6/7 where the norm's result (the MUL node) is read only by quantized-weight mat-vecs of one column
 // (q8s readers: they then find it quantized in ctx.qcache)
-static void plan_norm_q8_fusions(ggml_cgraph * gf, std::vector<uint8_t> & fused) {
+static void plan_norm_q8_fusions(const ggml_cuda_context & ctx, ggml_cgraph * gf, std::vector<uint8_t> & fused) {
     const int n = gf->n_nodes;
     std::map<const ggml_tensor *, int> cand; // MUL result -> first node of its code 1/2 group
     for (int i = 0; i < n; ++i) {
@@ -569,7 +570,7 @@ static void plan_norm_q8_fusions(ggml_cgraph * gf, std::vector<uint8_t> & fused)
             const auto it = cand.find(t);
             if (it == cand.end()) return;
             int & r = n_readers[it->second];
-            if (r >= 0) r = is_q8_vec_reader(u, t) ? r + 1 : -1;
+            if (r >= 0) r = is_q8_vec_reader(ctx, u, t) ? r + 1 : -1;
         });
     }
     for (const auto & [i, r] : n_readers)
@@ -641,7 +642,7 @@ static void plan_mmv_rope_fusions(const ggml_cuda_context & ctx, ggml_cgraph * g
 }
 
 // code 11 (attention output quantized by the attention kernel)
-static void plan_fattn_q8_fusions(ggml_cgraph * gf, std::vector<uint8_t> & fused) {
+static void plan_fattn_q8_fusions(const ggml_cuda_context & ctx, ggml_cgraph * gf, std::vector<uint8_t> & fused) {
     const int n = gf->n_nodes;
     std::map<const ggml_tensor *, int> cand; // attention output and its reshape -> the attention node
     for (int i = 0; i + 1 < n; ++i) {
@@ -665,7 +666,7 @@ static void plan_fattn_q8_fusions(ggml_cgraph * gf, std::vector<uint8_t> & fused
             const ggml_tensor * r = gf->nodes[i + 1];
             if (j == i + 1) return; // the reshape itself
             int & c = n_readers[i];
-            if (is_q8_vec_reader(u, r)) { // (for_each_read reports the attention output too: r's view_src)
+            if (is_q8_vec_reader(ctx, u, r)) { // (for_each_read reports the attention output too: r's view_src)
                 if (c >= 0 && via_reshape.insert(i).second) ++c;
             } else {
                 c = -1;
@@ -731,10 +732,10 @@ static void plan_fusions(const ggml_cuda_context & ctx, ggml_cgraph * gf, std::v
     if (!ctx.use_fusion) return;
     plan_norm_fusions(gf, fused);
     plan_mat_vec_fusions(ctx, gf, fused);
-    plan_norm_q8_fusions(gf, fused);
+    plan_norm_q8_fusions(ctx, gf, fused);
     plan_rope_store_fusions(gf, fused);
     if (ctx.use_mmv_rope) plan_mmv_rope_fusions(ctx, gf, fused);
-    plan_fattn_q8_fusions(gf, fused);
+    plan_fattn_q8_fusions(ctx, gf, fused);
     if (ctx.use_mmv_norm) plan_mmv_norm_fusions(ctx, gf, fused);
 }
 
@@ -926,12 +927,12 @@ static void graph_vals_explain(ggml_cgraph * gf, const graph_vals_buf & vals, co
                   (unsigned long long)old[w]);
 }
 
-// Prompt-sized graphs (a mat-mul over more than MUL_MAT_VEC_MAX_N columns) run eagerly: their kernels are
-// long, launch gaps do not matter, and capturing + instantiating one costs more than it could save.
-static bool graph_is_capturable(const ggml_cgraph * gf) {
+// Prompt-sized graphs (a mat-mul over more than ctx.graph_max_n columns) run eagerly: their kernels are long,
+// launch gaps do not matter, and capturing + instantiating one costs more than it could save.
+static bool graph_is_capturable(const ggml_cuda_context & ctx, const ggml_cgraph * gf) {
     for (int i = 0; i < gf->n_nodes; ++i) {
         const ggml_tensor * t = gf->nodes[i];
-        if (t->op == GGML_OP_MUL_MAT && t->src[1]->ne[1] > MUL_MAT_VEC_MAX_N) return false;
+        if (t->op == GGML_OP_MUL_MAT && t->src[1]->ne[1] > ctx.graph_max_n) return false;
     }
     return true;
 }
@@ -969,7 +970,7 @@ static ggml_status cuda_graph_compute_impl(ggml_backend_t backend, ggml_cgraph *
     if (hp && hp->last_end) hp->outside += t_start - hp->last_end;
     int64_t t_sig = 0, t_run = 0, t_upd = 0;
     static thread_local graph_vals_buf vals;
-    const bool capturable = ctx.use_graphs && !(ctx.prof && !hp) && graph_is_capturable(gf);
+    const bool capturable = ctx.use_graphs && !(ctx.prof && !hp) && graph_is_capturable(ctx, gf);
     if (capturable) { // the same graph as the last call (decode steps): launch its executable as is
         ggml_cuda_graph_cache & gc = *ctx.graphs;
         cuda_graph_entry * last = nullptr;
@@ -1127,7 +1128,7 @@ static ggml_status cuda_graph_compute_profile(ggml_backend_t backend, ggml_cgrap
     ctx.pool.reset();
     ctx.qcache = ctx.hcache = {};
     const auto run = [&](int i) { return run_fused(ctx, gf, i, fused[i]); };
-    if (!(ctx.use_graphs && graph_is_capturable(gf) && ggml_cuda_profile_graph_replay(ctx, gf, run, rec, user)))
+    if (!(ctx.use_graphs && graph_is_capturable(ctx, gf) && ggml_cuda_profile_graph_replay(ctx, gf, run, rec, user)))
         ggml_cuda_profile_graph(ctx, gf, run, rec, user);
     if (ctx.pool.settle() && ctx.use_graphs) ctx.graphs->clear_execs(); // scratch grew: captured addresses stale
     return GGML_STATUS_SUCCESS;
@@ -1305,6 +1306,7 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
     CUDA_CHECK(cudaMemset(ctx->counters, 0, sizeof(int) * GGML_CUDA_N_COUNTERS));
     const char * ng = std::getenv("GGML_CUDA_DISABLE_GRAPHS");
     ctx->use_graphs = !(ng && *ng && strcmp(ng, "0") != 0);
+    if (const char * gn = std::getenv("GGML_CUDA_GRAPH_MAX_N")) ctx->graph_max_n = std::max(0, atoi(gn));
     ctx->graphs = new ggml_cuda_graph_cache;
     const char * pr = std::getenv("GGML_CUDA_PROFILE");
     if (pr && *pr && strcmp(pr, "0") != 0) {
@@ -1325,6 +1327,10 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
     ctx->use_mmq = std::getenv("GGML_CUDA_NO_MMQ") == nullptr;
     if (const char * mn = std::getenv("GGML_CUDA_MMQ_MAX_N")) ctx->mmq_max_n = atoll(mn);
     ctx->mmq_int8 = std::getenv("GGML_CUDA_MMQ_INT8") != nullptr;
+    if (const char * sn = std::getenv("GGML_CUDA_MMQ_STREAM_N"))
+        ctx->mmq_stream_n = std::max(0, std::min(64, atoi(sn)));
+    if (const char * mv = std::getenv("GGML_CUDA_MMV_MAX_N"))
+        ctx->mmv_max_n = std::max(1, std::min(MUL_MAT_VEC_MAX_N, atoi(mv)));
     if (const char * ks = std::getenv("GGML_CUDA_MMQ_KS")) ctx->mmq_ks = std::max(0, std::min(16, atoi(ks)));
     if (const char * mv = std::getenv("GGML_CUDA_MMVQ")) {
         const int u = atoi(mv);

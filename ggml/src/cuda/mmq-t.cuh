@@ -1,5 +1,5 @@
 // mmq-t.cuh - the int8 tensor-core GEMM of one quantized weight type T (qtypes.cuh): dst = a^T b for prompts and
-// batched decode (N > MUL_MAT_VEC_MAX_N), a in the kernel layout (q8repack.cuh), b in the q8s split layout
+// batched decode (N > ggml_cuda_mmv_max_n), a in the kernel layout (q8repack.cuh), b in the q8s split layout
 // (quantize.cuh). Included only by the instance files mmq-<type>.cu (GGML_CUDA_MMQ_INSTANCE).
 //
 // A block of 8 warps computes a tile of MMQ_BM (128) weight rows x MMQ_BN (64) activation columns. Per K step of
@@ -326,7 +326,8 @@ static void qt_mmq(ggml_cuda_context & ctx, const ggml_tensor * a, const void * 
 }
 
 #include "mmq-h.cuh"
+#include "mmq-s.cuh"
 
 #define GGML_CUDA_MMQ_INSTANCE(T, name)                                                                                \
     extern const ggml_cuda_mmq_fns ggml_cuda_mmq_##name;                                                               \
-    const ggml_cuda_mmq_fns ggml_cuda_mmq_##name = {qt_mmq<T>, qt_mmqh<T>};
+    const ggml_cuda_mmq_fns ggml_cuda_mmq_##name = {qt_mmq<T>, qt_mmqh<T>, qt_mms<T>};

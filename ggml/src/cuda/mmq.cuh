@@ -14,6 +14,7 @@ typedef void (*ggml_cuda_mmqh_fn)(ggml_cuda_context & ctx, const ggml_tensor * a
 struct ggml_cuda_mmq_fns {
     ggml_cuda_mmq_fn s8;
     ggml_cuda_mmqh_fn f16;
+    ggml_cuda_mmqh_fn stream; // the same for N <= 64 (mmq-s.cuh): weights streamed into the MMA fragments
 };
 // nullptr for types without (f32, f16, ...); q8_0: the repacked layout
 const ggml_cuda_mmq_fns * ggml_cuda_mmq(ggml_type type);

@@ -149,15 +149,19 @@ static const ggml_cuda_qt_fns * qt_fns_of(const ggml_cuda_context & ctx, const g
 }
 
 bool ggml_cuda_mul_mat_reads_q8s_norm(const ggml_cuda_context & ctx, const ggml_tensor * mm) {
-    return ggml_cuda_mul_mat_reads_q8s(mm) && qt_fns_of(ctx, mm->src[0]) && ggml_nrows(mm->src[1]) == 1;
+    return ggml_cuda_mul_mat_reads_q8s(ctx, mm) && qt_fns_of(ctx, mm->src[0]) && ggml_nrows(mm->src[1]) == 1;
 }
 
-bool ggml_cuda_mul_mat_reads_q8s(const ggml_tensor * mm) {
+int64_t ggml_cuda_mmv_max_n(const ggml_cuda_context & ctx) {
+    return ctx.use_mmq && !ctx.mmq_int8 ? ctx.mmv_max_n : MUL_MAT_VEC_MAX_N;
+}
+
+bool ggml_cuda_mul_mat_reads_q8s(const ggml_cuda_context & ctx, const ggml_tensor * mm) {
     const ggml_tensor * a = mm->src[0], * b = mm->src[1];
-    return mm->op == GGML_OP_MUL_MAT && a && b && q8s_weight(a) && b->ne[1] <= MUL_MAT_VEC_MAX_N;
+    return mm->op == GGML_OP_MUL_MAT && a && b && q8s_weight(a) && b->ne[1] <= ggml_cuda_mmv_max_n(ctx);
 }
 
-// A quantized a times N > MUL_MAT_VEC_MAX_N columns: a dequantized to f16 scratch for cuBLAS (an interim: the
+// A quantized a times N > ggml_cuda_mmv_max_n columns: a dequantized to f16 scratch for cuBLAS (an interim: the
 // scratch is given back to the pool as soon as the GEMM is launched, so no f16 copy of a weight outlives it and
 // the pool's peak is the largest weight, not the sum of them). b is converted first (its f16 copy is cached
 // for the next GEMM reading it, so it must lie below the mark).
@@ -201,10 +205,10 @@ static int64_t mmq_crossover_n(const ggml_cuda_context & ctx, ggml_type type) {
     return ctx.mmq_int8 && ggml_blck_size(type) == QK_K ? 80 : 112;
 }
 
-// the quantized GEMM (mmq.cuh) for a quantized a times N > MUL_MAT_VEC_MAX_N columns, else nullptr
+// the quantized GEMM (mmq.cuh) for a quantized a times N > ggml_cuda_mmv_max_n columns, else nullptr
 static const ggml_cuda_mmq_fns * mmq_of(const ggml_cuda_context & ctx, const ggml_tensor * a, int64_t N) {
     const int64_t max_n = ctx.mmq_max_n >= 0 ? ctx.mmq_max_n : mmq_crossover_n(ctx, a->type);
-    if (!ctx.use_mmq || N <= MUL_MAT_VEC_MAX_N || N > max_n) return nullptr;
+    if (!ctx.use_mmq || N <= ggml_cuda_mmv_max_n(ctx) || N > max_n) return nullptr;
     if (a->ne[0] > INT32_MAX || a->ne[1] > INT32_MAX) return nullptr;
     return ggml_cuda_mmq(a->type);
 }
@@ -236,6 +240,8 @@ static void mul_mat_mmq(ggml_cuda_context & ctx, const ggml_cuda_mmq_fns * f, co
     const void * w = kernel_layout_data(ctx, a, early);
     if (ctx.mmq_int8)
         f->s8(ctx, a, w, early, bq, b, dst);
+    else if (b->ne[1] <= ctx.mmq_stream_n)
+        f->stream(ctx, a, w, early, &bh, dst);
     else
         f->f16(ctx, a, w, early, &bh, dst);
     ctx.pool.rewind(mark);
@@ -250,8 +256,9 @@ GGML_CUDA_OP(mul_mat) {
     const int64_t N = b->ne[1];
     ggml_tensor a_tmp, b_tmp;
 
+    const int64_t vec_max_n = ggml_cuda_mmv_max_n(ctx); // quantized weights: mat-vec up to here, then the GEMM
     if (ggml_cuda_q8_repacked(a)) {
-        if (N <= MUL_MAT_VEC_MAX_N) {
+        if (N <= vec_max_n) {
             if (const ggml_cuda_qt_fns * q8 = ggml_cuda_qt_q8r(ctx, a)) {
                 const void * bq = quantized_b(ctx, b);
                 const ggml_cuda_qt_epi e = epi_in(ctx, bq);
@@ -270,7 +277,7 @@ GGML_CUDA_OP(mul_mat) {
     }
     if (const ggml_cuda_qt_fns * qt = ggml_cuda_qt(a->type)) {
         GGML_ASSERT(ggml_is_contiguous(a) && a->ne[0] % qt->qk == 0);
-        if (N > MUL_MAT_VEC_MAX_N) {
+        if (N > vec_max_n) {
             if (const ggml_cuda_mmq_fns * mmq = mmq_of(ctx, a, N))
                 mul_mat_mmq(ctx, mmq, a, b, dst);
             else

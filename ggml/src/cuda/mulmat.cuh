@@ -12,6 +12,9 @@
 
 #define MUL_MAT_VEC_MAX_N 8
 
+// the most columns a quantized-weight mat-mul runs as a mat-vec (ctx.mmv_max_n where the f16 GEMM takes the rest)
+int64_t ggml_cuda_mmv_max_n(const ggml_cuda_context & ctx);
+
 GGML_CUDA_OP(mul_mat);
 
 // The activation caches (ctx.qcache: q8s, ctx.hcache: f16) must forget b once a node writes over it: call after
@@ -26,7 +29,7 @@ void ggml_cuda_qcache_set(ggml_cuda_context & ctx, const ggml_tensor * b, void *
 
 // Whether the MUL_MAT node mm runs a mat-vec that reads its activation through ctx.qcache (the q8s layout):
 // the fused norm / attention kernels may then write that layout for it.
-bool ggml_cuda_mul_mat_reads_q8s(const ggml_tensor * mm);
+bool ggml_cuda_mul_mat_reads_q8s(const ggml_cuda_context & ctx, const ggml_tensor * mm);
 // ... through the kernels of mmvq-t.cuh with one activation column: they also apply a deferred norm
 bool ggml_cuda_mul_mat_reads_q8s_norm(const ggml_cuda_context & ctx, const ggml_tensor * mm);
 
