@@ -961,15 +961,18 @@ TEST_CASE("quantized types: tensor-core GEMM (MMQ, f16 and int8), ragged tiles, 
 
 // The streamed GEMM (mmq-s.cuh) against the tiled one (mmq-h.cuh): the same f16 weights and activations, so only the
 // f32 summation order differs (K permuted within 128-value chunks, other K slices): nmse <= 1e-10, where a wrong
-// unit, scale or row would be O(1). Legacy and K-quant types; partial chunks, split K, ragged rows and columns.
+// unit, scale or row would be O(1). Legacy and K-quant types; partial chunks, split K, ragged rows and columns; every
+// N of them through the streamed kernel (GGML_CUDA_MMQ_STREAM_N=64: 1..4 m16 tiles of columns).
 TEST_CASE("quantized types: the streamed small-N GEMM equals the tiled GEMM") {
     setenv("GGML_CUDA_MMQ_MAX_N", "1000000", 1);
-    backends be;
     setenv("GGML_CUDA_MMQ_STREAM_N", "0", 1);
     ggml_backend_t tiled = ggml_backend_cuda_init(0);
+    setenv("GGML_CUDA_MMQ_STREAM_N", "64", 1);
+    ggml_backend_t streamed = ggml_backend_cuda_init(0);
     unsetenv("GGML_CUDA_MMQ_STREAM_N");
     REQUIRE(tiled != nullptr);
-    for (ggml_type t : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q5_1, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K}) {
+    REQUIRE(streamed != nullptr);
+    for (ggml_type t : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q5_1, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K}) {
         const int64_t qk = ggml_blck_size(t);
         struct shape {
             int64_t K, M, N;
@@ -977,20 +980,21 @@ TEST_CASE("quantized types: the streamed small-N GEMM equals the tiled GEMM") {
         // the last three: test_llm_gpu's model shapes (a 24-token prompt; gate/up, GQA k/v and the output of n_embd
         // 128 or 256)
         const int64_t ke = qk == 32 ? 128 : 256;
-        for (shape sh :
-             {shape{qk == 32 ? 416 : 768, 37, 5}, shape{ke, 128, 24}, shape{3840, 300, 40},
-              shape{qk == 32 ? 1056 : 1280, 130, 64}, shape{ke, 344, 24}, shape{ke, 32, 24}, shape{ke, 300, 24}}) {
+        for (shape sh : {shape{qk == 32 ? 416 : 768, 37, 5}, shape{ke, 128, 24}, shape{3840, 300, 40},
+                         shape{qk == 32 ? 1056 : 1280, 130, 64}, shape{qk == 32 ? 1056 : 1280, 200, 47},
+                         shape{ke, 344, 24}, shape{ke, 32, 24}, shape{ke, 300, 24}}) {
             auto build = [=](ggml_context * cw, ggml_context * cg) {
                 return ggml_mul_mat(cg, leaf(cw, t, sh.K, sh.M, 1, "w"), leaf(cg, GGML_TYPE_F32, sh.K, sh.N, 1, "x"));
             };
             const run_result want = run_weights(tiled, build, 5);
-            const run_result got = run_weights(be.cuda, build, 5);
+            const run_result got = run_weights(streamed, build, 5);
             const double e = got.ok && want.ok ? backend_case_nmse(got.values, want.values) : INFINITY;
             INFO(ggml_type_name(t), " K", sh.K, " M", sh.M, " N", sh.N, ": nmse ", e);
             CHECK(e <= 1e-10);
         }
     }
     ggml_backend_free(tiled);
+    ggml_backend_free(streamed);
     unsetenv("GGML_CUDA_MMQ_MAX_N");
 }
 
