@@ -133,15 +133,22 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
     mmq_store(acc, dst, ds, m0 + 32 * wr, n0 + 32 * wc, lane, M, N, i2, i3, ksplit > 1);
 }
 
+// the operands of the f16 GEMMs (k_mmqh, k_mms): a of type T, bh the dense 16-byte-aligned f16 copy of the
+// activations [K, N, B2, B3] (at most max_n columns); false: nothing to compute
+template <typename T> static bool mmqh_check(const ggml_tensor * a, const ggml_tensor * bh, int64_t max_n) {
+    const int64_t K = a->ne[0], M = a->ne[1], N = bh->ne[1], B2 = bh->ne[2], B3 = bh->ne[3];
+    GGML_ASSERT(a->type == T::type && K % T::QK == 0 && K <= INT32_MAX && M <= INT32_MAX && N <= max_n);
+    GGML_ASSERT(bh->type == GGML_TYPE_F16 && bh->ne[0] == K && B2 % a->ne[2] == 0 && B3 % a->ne[3] == 0);
+    GGML_ASSERT(bh->nb[0] == 2 && bh->nb[1] % 16 == 0 && bh->nb[2] == bh->nb[1] * N && bh->nb[3] == bh->nb[2] * B2 &&
+                (uintptr_t)bh->data % 16 == 0);
+    return M > 0 && N > 0 && B2 * B3 > 0;
+}
+
 template <typename T>
 static void qt_mmqh(ggml_cuda_context & ctx, const ggml_tensor * a, const void * w, bool early, const ggml_tensor * bh,
                     ggml_tensor * dst) {
     const int64_t K = a->ne[0], M = a->ne[1], N = bh->ne[1], B2 = bh->ne[2], B3 = bh->ne[3];
-    GGML_ASSERT(a->type == T::type && K % T::QK == 0 && K <= INT32_MAX && M <= INT32_MAX && N <= INT32_MAX);
-    GGML_ASSERT(bh->type == GGML_TYPE_F16 && bh->ne[0] == K && B2 % a->ne[2] == 0 && B3 % a->ne[3] == 0);
-    GGML_ASSERT(bh->nb[0] == 2 && bh->nb[1] % 16 == 0 && bh->nb[2] == bh->nb[1] * N && bh->nb[3] == bh->nb[2] * B2 &&
-                (uintptr_t)bh->data % 16 == 0);
-    if (M == 0 || N == 0 || B2 * B3 == 0) return;
+    if (!mmqh_check<T>(a, bh, INT32_MAX)) return;
     GGML_ASSERT(cuda_ceil_div(M, MMQ_BM) <= 65535 && B2 * B3 * 8 <= 65535);
     const qregs r = qt_regs_of(T::type, w, ggml_nelements(a) / T::QK);
     const int64_t tiles = cuda_ceil_div(N, MMQ_BN) * cuda_ceil_div(M, MMQ_BM) * B2 * B3;

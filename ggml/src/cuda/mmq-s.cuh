@@ -218,13 +218,8 @@ static void qt_mms_mt(ggml_cuda_context & ctx, const ggml_tensor * a, const void
 template <typename T>
 static void qt_mms(ggml_cuda_context & ctx, const ggml_tensor * a, const void * w, bool early, const ggml_tensor * bh,
                    ggml_tensor * dst) {
-    const int64_t K = a->ne[0], M = a->ne[1], N = bh->ne[1], B2 = bh->ne[2], B3 = bh->ne[3];
-    GGML_ASSERT(a->type == T::type && K % T::QK == 0 && K <= INT32_MAX && M <= INT32_MAX && N <= MMS_MAX_N);
-    GGML_ASSERT(bh->type == GGML_TYPE_F16 && bh->ne[0] == K && B2 % a->ne[2] == 0 && B3 % a->ne[3] == 0);
-    GGML_ASSERT(bh->nb[0] == 2 && bh->nb[1] % 16 == 0 && bh->nb[2] == bh->nb[1] * N && bh->nb[3] == bh->nb[2] * B2 &&
-                (uintptr_t)bh->data % 16 == 0);
-    if (M == 0 || N == 0 || B2 * B3 == 0) return;
-    switch ((N + 15) / 16) {
+    if (!mmqh_check<T>(a, bh, MMS_MAX_N)) return;
+    switch ((bh->ne[1] + 15) / 16) {
         case 1:
             return qt_mms_mt<T, 1>(ctx, a, w, early, bh, dst);
         case 2:
