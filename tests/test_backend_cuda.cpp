@@ -887,7 +887,7 @@ TEST_CASE("quantized types: mat-vec (N 1..8) and prompt GEMM (N 9..17, 511..513)
 // weight type in the kernel layout (repacked q8_0 too): rows not a multiple of the tile, N just above the mat-vec
 // range and ragged last column tiles, K of several steps with a partial last step, batches with broadcast over
 // dims 2 and 3, K split over blocks. The GEMM forced for every N (GGML_CUDA_MMQ_MAX_N), on f16 tensor cores (the
-// default: N <= 64 streamed, mmq-s.cuh, wider N tiled, mmq-h.cuh; then the tiled kernel for every N,
+// default: N <= 32 streamed, mmq-s.cuh, wider N tiled, mmq-h.cuh; then the tiled kernel for every N,
 // GGML_CUDA_MMQ_STREAM_N=0) and on int8 tensor cores (GGML_CUDA_MMQ_INT8=1); then the same shapes through
 // dequantization + cuBLAS (GGML_CUDA_NO_MMQ=1).
 TEST_CASE("quantized types: tensor-core GEMM (MMQ, f16 and int8), ragged tiles, several K steps, split K, batches") {

@@ -336,17 +336,13 @@ static constexpr int fattn_vec_kb(int R, int NQ) {
     return 8 * per_key <= budget ? 8 : 4 * per_key <= budget ? 4 : 2 * per_key <= budget ? 2 : 1;
 }
 
-// the decode kernel for n_q queries per kv head: W = 16 warps for one or two, else 4 (shared memory for the merge)
+// the decode kernel for n_q queries per kv head: W = 16 warps for one or two, else 4 (shared memory for the merge);
+// per_token with one query (a block per token over its own keys, fattn_vec): 4
 template <typename T, int E> static fattn_vec_fn fattn_vec_pick(int n_q, bool per_token, int & W, int & KB) {
     constexpr int R = kv_frag_regs<T, E>();
     W = n_q <= 2 ? 16 : 4;
     KB = fattn_vec_kb(R, n_q <= 1 ? 1 : n_q <= 2 ? 2 : n_q <= 4 ? 4 : 8);
-    // one block per token over its own keys (per_token: a batch of many sequences' decode tokens, ~500 keys each):
-    // 4 warps, so that 4 blocks share an SM and one's start and merge overlap the others' loads (H100, Llama-2-7B
-    // q8_0, batched-bench -npp 512 -ntg 128, B = 64: 2832-2852 -> 2981-3055 t/s against 16 warps;
-    // GGML_CUDA_FATTN_PTW=16 for those)
-    static const bool ptw16 = std::getenv("GGML_CUDA_FATTN_PTW") && std::atoi(std::getenv("GGML_CUDA_FATTN_PTW")) == 16;
-    if (per_token && n_q <= 1 && !ptw16) {
+    if (per_token && n_q <= 1) {
         W = 4;
         return k_fattn_vec<T, E, 1, 4, fattn_vec_kb(R, 1)>;
     }
@@ -395,9 +391,15 @@ static void fattn_vec_launch(ggml_cuda_context & ctx, fa_params & p, fattn_vec_f
 
 static void fattn_vec(ggml_cuda_context & ctx, fa_params & p, ggml_type kv_type) {
     const int n_q = p.per_token ? p.r : p.n_tokens * p.r;
+    // one block per token over its own keys (per_token: a batch of many sequences' decode tokens, ~500 keys each):
+    // 4 warps, so that 4 blocks share an SM and one's start and merge overlap the others' loads (H100, Llama-2-7B
+    // q8_0, batched-bench -npp 512 -ntg 128, B = 64: 2832-2852 -> 2981-3055 t/s against 16 warps;
+    // GGML_CUDA_FATTN_PTW=16 for those)
+    static const char * ptw = std::getenv("GGML_CUDA_FATTN_PTW");
+    const bool w4 = p.per_token && !(ptw && std::atoi(ptw) == 16);
     int W = 0, KB = 0;
-    const fattn_vec_fn fn = kv_type == GGML_TYPE_F16 ? fattn_vec_pick_d<half>(p.D, n_q, p.per_token, W, KB)
-                                                     : fattn_vec_pick_d<float>(p.D, n_q, p.per_token, W, KB);
+    const fattn_vec_fn fn = kv_type == GGML_TYPE_F16 ? fattn_vec_pick_d<half>(p.D, n_q, w4, W, KB)
+                                                     : fattn_vec_pick_d<float>(p.D, n_q, w4, W, KB);
     if (p.per_token) { // one block per (token, kv head), each over its token's visible range
         p.n_split = 1;
         p.kv_per_split = p.n_kv;
