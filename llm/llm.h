@@ -151,6 +151,7 @@ struct llm_perf {
     double  t_load_ms = 0;
     double  t_prompt_ms = 0;   int n_prompt = 0;
     double  t_eval_ms = 0;     int n_eval = 0;
+    int     n_graph_builds = 0;  // step graphs llm_decode built (a step like the last one reuses its graph)
     size_t  compute_buffer_bytes = 0;   // sum over backends
     size_t  kv_bytes = 0;                // the cache's buffers
     size_t  kv_k_bytes = 0, kv_v_bytes = 0;  // its K and V tensors (of llm_context_params' type_k, type_v)

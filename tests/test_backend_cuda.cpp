@@ -998,6 +998,48 @@ TEST_CASE("quantized types: the streamed small-N GEMM equals the tiled GEMM") {
     unsetenv("GGML_CUDA_MMQ_MAX_N");
 }
 
+// Prompt GEMMs past the tensor-core GEMM's limit dequantize their weights to f16 for cuBLAS; dq-ahead.cuh does that on
+// a second stream into two slots, ahead of each GEMM. The same kernels either way, so the result must be bit-equal
+// to the inline path (GGML_CUDA_NO_DQ_AHEAD=1), and close to the CPU. Seven mat-muls of five types and four sizes in
+// a chain and a branch: each slot is refilled three times within a graph, and the second computation refills them
+// after the first graph's GEMMs.
+TEST_CASE("quantized types: prompt weights dequantized ahead on a second stream equal the inline path") {
+    backends be;
+    setenv("GGML_CUDA_NO_DQ_AHEAD", "1", 1);
+    ggml_backend_t inl = ggml_backend_cuda_init(0);
+    unsetenv("GGML_CUDA_NO_DQ_AHEAD");
+    REQUIRE(inl != nullptr);
+    const int64_t N = 130; // > 112: dequantization + cuBLAS
+    // each product normed (random weights would otherwise grow the values past f16's range within a few layers)
+    auto build = [=](ggml_context * cw, ggml_context * cg) {
+        auto mm = [&](ggml_type t, int64_t K, int64_t M, const char * name, ggml_tensor * x) { // [M, N]
+            return ggml_rms_norm(cg, ggml_mul_mat(cg, leaf(cw, t, K, M, 1, name), x), 1e-5f);
+        };
+        ggml_tensor * x = leaf(cg, GGML_TYPE_F32, 512, N, 1, "x");
+        ggml_tensor * h = mm(GGML_TYPE_Q8_0, 512, 256, "w1", x);
+        h = mm(GGML_TYPE_Q4_K, 256, 768, "w2", h);
+        h = mm(GGML_TYPE_Q6_K, 768, 512, "w3", h);
+        h = mm(GGML_TYPE_Q4_0, 512, 1024, "w4", h);
+        h = mm(GGML_TYPE_Q8_0, 1024, 256, "w5", h);
+        ggml_tensor * y = mm(GGML_TYPE_Q5_K, 512, 256, "w6", x);
+        return mm(GGML_TYPE_Q4_K, 256, 256, "w7", ggml_add(cg, h, y));
+    };
+    const int n0 = ggml_backend_cuda_get_dq_ahead_count(be.cuda);
+    const run_result want = run_weights(be.cpu, build, 7);
+    const run_result ahead = run_weights(be.cuda, build, 7);
+    const run_result inline_ = run_weights(inl, build, 7);
+    CHECK(ggml_backend_cuda_get_dq_ahead_count(be.cuda) - n0 == 14); // 7 GEMMs, computed twice
+    CHECK(ggml_backend_cuda_get_dq_ahead_count(inl) == 0);
+    REQUIRE(ahead.ok);
+    REQUIRE(inline_.ok);
+    REQUIRE(want.ok);
+    CHECK(ahead.values == inline_.values);
+    const double e = backend_case_nmse(ahead.values, want.values);
+    INFO("against the CPU: nmse ", e);
+    CHECK(e <= 1e-2);
+    ggml_backend_free(inl);
+}
+
 TEST_CASE("quantized types: get_rows, set/get of repacked weights (ggml's bytes back), partial sets merge") {
     backends be;
     for (ggml_type t : k_qtypes) {

@@ -261,12 +261,14 @@ TEST_CASE("flash attention equals the mul_mat path; f16 cache and q8_0 weights w
                                 << ", q8_0 vs its reference " << e_q8_ref);
 }
 
+// one layer, GQA 8/2, llama3 rope_freqs
+const char * k_l3_1layer_args = "--n-embd 128 --n-ff 320 --n-layer 1 --n-head 8 --n-head-kv 2 --n-vocab 300 "
+                                "--vocab none --theta 10000 --rope-freqs --ctx 512 --outtype f32 --seed 5";
+
 TEST_CASE("context shift: removing cells re-rotates the moved keys (1 layer: exact vs the reference)") {
     // With one layer, the cached K/V of a token depend only on the token and its position, so after
     // removing [p0, p1) the cache equals the cache of the shortened sequence.
-    const std::string p = gen_model("l3_1layer",
-                                    "--n-embd 128 --n-ff 320 --n-layer 1 --n-head 8 --n-head-kv 2 --n-vocab 300 "
-                                    "--vocab none --theta 10000 --rope-freqs --ctx 512 --outtype f32 --seed 5");
+    const std::string p = gen_model("l3_1layer", k_l3_1layer_args);
     model_ptr m(p);
     const int n_vocab = llm_model_hparams(m.m).n_vocab;
     const auto toks = random_tokens(21, n_vocab, 13);
@@ -286,6 +288,32 @@ TEST_CASE("context shift: removing cells re-rotates the moved keys (1 layer: exa
         llm_kv_clear(c.c);
         CHECK(llm_n_past(c.c) == 0);
     }
+}
+
+TEST_CASE("removing a sequence's tail keeps the step graph; a removal that shifts cells drops it") {
+    const std::string p = gen_model("l3_1layer", k_l3_1layer_args);
+    model_ptr m(p);
+    const int n_vocab = llm_model_hparams(m.m).n_vocab;
+    const auto toks = random_tokens(16, n_vocab, 21);
+    ctx_ptr c(m.m, f32_params(64, 16, false));
+    std::string err;
+    REQUIRE_MESSAGE(llm_decode(c.c, toks.data(), 16, &err), err);
+    const std::vector<float> first(llm_get_logits(c.c), llm_get_logits(c.c) + n_vocab);
+    const int builds = llm_get_perf(c.c).n_graph_builds;
+    CHECK(builds == 1);
+    // as bench does between runs: the tail goes, nothing is left to shift, the same prompt reuses the graph
+    llm_kv_remove(c.c, 0, 16);
+    CHECK(llm_n_past(c.c) == 0);
+    REQUIRE_MESSAGE(llm_decode(c.c, toks.data(), 16, &err), err);
+    CHECK(llm_get_perf(c.c).n_graph_builds == builds);
+    CHECK(rel_err(llm_get_logits(c.c), first.data(), n_vocab) < 1e-6);
+    // cells after the removed range move (a context shift runs its own graph): the step graph is built again
+    llm_kv_remove(c.c, 4, 9);
+    CHECK(llm_n_past(c.c) == 11);
+    llm_kv_remove(c.c, 0, 11);
+    REQUIRE_MESSAGE(llm_decode(c.c, toks.data(), 16, &err), err);
+    CHECK(llm_get_perf(c.c).n_graph_builds == builds + 1);
+    CHECK(rel_err(llm_get_logits(c.c), first.data(), n_vocab) < 1e-6);
 }
 
 // head_dim 64 (a multiple of the q8_0/q4_0 block), GQA 4/2, llama3 rope_freqs

@@ -40,6 +40,9 @@ bool ggml_backend_cuda_peak_tflops(int device, double * f32, double * f16, doubl
 // CUDA-graph counters of a CUDA backend since init: launches of an unchanged graph (replay),
 // re-captures folded into an existing executable (update), and fresh instantiations.
 void ggml_backend_cuda_get_graph_stats(ggml_backend_t backend, int * n_replay, int * n_update, int * n_instantiate);
+// Prompt GEMMs of a CUDA backend since init whose quantized weight was dequantized to f16 ahead, on a second stream
+// (dq-ahead.cuh; GGML_CUDA_NO_DQ_AHEAD=1, read at init, turns it off).
+int ggml_backend_cuda_get_dq_ahead_count(ggml_backend_t backend);
 // Fused groups a CUDA backend has run since init (counted when launched eagerly or captured into a CUDA
 // graph, not per graph replay): adjacent mat-vecs sharing one activation (q/k/v), gate/up mat-vecs with
 // their SWIGLU, norms that also quantized their result for the q8_0 mat-vecs, and ropes that wrote straight

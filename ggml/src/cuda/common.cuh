@@ -88,6 +88,7 @@ struct ggml_cuda_pool {
 
 struct ggml_cuda_graph_cache; // ggml-cuda.cu
 struct ggml_cuda_profile;     // ggml-cuda.cu
+struct ggml_cuda_dq_ahead;    // dq-ahead.cuh
 
 // last activation quantized for the q8_0 mat-vec, or converted to f16 for a cuBLAS GEMM (within one
 // graph_compute; lives in the pool)
@@ -159,6 +160,11 @@ struct ggml_cuda_context {
         n_fused_fattn_q8 = 0, n_fused_mmv_norm = 0, n_fused_mmv_rope = 0;
     ggml_cuda_graph_cache * graphs = nullptr;
     ggml_cuda_profile * prof = nullptr; // GGML_CUDA_PROFILE=1: per-op GPU times, printed at free
+    // prompts' weights dequantized for cuBLAS on a second stream, ahead of their GEMMs (dq-ahead.cuh);
+    // GGML_CUDA_NO_DQ_AHEAD=1: inline
+    bool use_dq_ahead = true;
+    ggml_cuda_dq_ahead * dq = nullptr;
+    int n_dq_ahead = 0; // GEMMs that read a weight dequantized ahead
 };
 
 // ---- programmatic dependent launch (PDL, sm_90+) ----

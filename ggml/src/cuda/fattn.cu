@@ -596,6 +596,11 @@ static bool flash_attn_ext_f(ggml_cuda_context & ctx, ggml_tensor * dst, const g
         fattn_mma_params mp = {p.q,        p.k,     p.v, p.mask, p.dst,      p.qs,     p.ks, p.vs,
                                p.ms,       p.ds,    p.D, p.n_kv, p.n_tokens, p.n_head, p.r,  p.causal_n_past,
                                p.mask_f16, p.scale, 0};
+        // a prompt over more than one key tile: the tokens' visible ranges from the mask even for one sequence, so
+        // that blocks skip the tiles a causal mask hides from all their queries (about half of them; the graph's
+        // FLASH_ATTN_EXT carries the causality in the mask, not in causal_n_past)
+        if (!p.ranges && mask && !no_ranges && p.ms.ne[2] == 1 && p.ms.ne[3] == 1 && p.n_kv > 64)
+            p.ranges = ggml_cuda_mask_ranges(ctx, p.mask, p.ms.nb[1], p.mask_f16, p.n_kv, p.n_tokens);
         mp.ranges = p.ranges;
         ggml_cuda_fattn_mma(ctx, mp);
         return false;

@@ -6,6 +6,7 @@
 #include "common.cuh"
 #include "cpy.cuh"
 #include "diagmask.cuh"
+#include "dq-ahead.cuh"
 #include "fattn.cuh"
 #include "getrows.cuh"
 #include "ggml-cuda.h"
@@ -814,6 +815,7 @@ static unsigned twice_mask_of(const char * s) {
 static void run_graph(ggml_cuda_context & ctx, ggml_cgraph * gf, const std::vector<uint8_t> & fused) {
     ctx.pool.reset();
     ctx.qcache = ctx.hcache = {};
+    ggml_cuda_dq_ahead_begin(ctx, gf, fused);
     for (int i = 0; i < gf->n_nodes; ++i) {
         if (ggml_nelements(gf->nodes[i]) == 0) continue;
         const int n = run_fused(ctx, gf, i, fused[i]);
@@ -822,6 +824,7 @@ static void run_graph(ggml_cuda_context & ctx, ggml_cgraph * gf, const std::vect
             run_fused(ctx, gf, i, fused[i]);
         i += n - 1;
     }
+    ggml_cuda_dq_ahead_end(ctx);
 }
 
 // key: what decides the sequence of kernels (ops, types, fusions, row/batch counts of compute
@@ -1155,6 +1158,7 @@ static void cuda_backend_free(ggml_backend_t backend) {
         ctx->graphs->clear_execs();
         delete ctx->graphs;
     }
+    ggml_cuda_dq_ahead_free(*ctx);
     ctx->pool.release();
     if (ctx->cublas) cublasDestroy(ctx->cublas);
     if (ctx->cublas_ws) cudaFree(ctx->cublas_ws);
@@ -1278,7 +1282,14 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
     }
     cudaError_t err = cudaSetDevice(device);
     cudaStream_t stream = nullptr;
-    if (err == cudaSuccess) err = cudaStreamCreate(&stream); // blocking: legacy-stream copies order with it
+    // blocking: legacy-stream copies order with it. The greatest priority, so that its blocks are scheduled before
+    // those of the dequantization-ahead stream (dq-ahead.cuh) as SMs free up; GGML_CUDA_MAIN_PRIO=0: the least (A/B)
+    int prio_least = 0, prio_greatest = 0;
+    if (err == cudaSuccess) err = cudaDeviceGetStreamPriorityRange(&prio_least, &prio_greatest);
+    const char * mp = std::getenv("GGML_CUDA_MAIN_PRIO");
+    const bool prio_main = !(mp && strcmp(mp, "0") == 0);
+    if (err == cudaSuccess)
+        err = cudaStreamCreateWithPriority(&stream, cudaStreamDefault, prio_main ? prio_greatest : prio_least);
     if (err != cudaSuccess) {
         cudaGetLastError();
         GGML_LOG_ERROR("%s: cannot initialise CUDA device %d: %s\n", __func__, device, cudaGetErrorString(err));
@@ -1325,6 +1336,7 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
     if (const char * rpw = std::getenv("GGML_CUDA_QT_RPW_GLU")) ctx->qt_rpw_glu = atoi(rpw) == 2 ? 2 : 1;
     ctx->q8_qt = std::getenv("GGML_CUDA_Q8_V6") == nullptr;
     ctx->use_mmq = std::getenv("GGML_CUDA_NO_MMQ") == nullptr;
+    ctx->use_dq_ahead = std::getenv("GGML_CUDA_NO_DQ_AHEAD") == nullptr;
     if (const char * mn = std::getenv("GGML_CUDA_MMQ_MAX_N")) ctx->mmq_max_n = atoll(mn);
     ctx->mmq_int8 = std::getenv("GGML_CUDA_MMQ_INT8") != nullptr;
     if (const char * sn = std::getenv("GGML_CUDA_MMQ_STREAM_N"))
@@ -1366,6 +1378,11 @@ void ggml_backend_cuda_get_fusion_stats(ggml_backend_t backend, int * n_mmv_grou
     if (n_fattn_q8) *n_fattn_q8 = ctx->n_fused_fattn_q8;
     if (n_mmv_norm) *n_mmv_norm = ctx->n_fused_mmv_norm;
     if (n_mmv_rope) *n_mmv_rope = ctx->n_fused_mmv_rope;
+}
+
+int ggml_backend_cuda_get_dq_ahead_count(ggml_backend_t backend) {
+    GGML_ASSERT(ggml_backend_is_cuda(backend));
+    return ((const ggml_cuda_context *)backend->context)->n_dq_ahead;
 }
 
 void ggml_backend_cuda_get_graph_stats(ggml_backend_t backend, int * n_replay, int * n_update, int * n_instantiate) {

@@ -1,5 +1,6 @@
 // mulmat.cu - see mulmat.cuh.
 #include "cpy.cuh"
+#include "dq-ahead.cuh"
 #include "mmq.cuh"
 #include "mmv.cuh"
 #include "mmvq.cuh"
@@ -161,10 +162,21 @@ bool ggml_cuda_mul_mat_reads_q8s(const ggml_cuda_context & ctx, const ggml_tenso
     return mm->op == GGML_OP_MUL_MAT && a && b && q8s_weight(a) && b->ne[1] <= ggml_cuda_mmv_max_n(ctx);
 }
 
-// A quantized a times N > ggml_cuda_mmv_max_n columns: a dequantized to f16 scratch for cuBLAS (an interim: the
-// scratch is given back to the pool as soon as the GEMM is launched, so no f16 copy of a weight outlives it and
-// the pool's peak is the largest weight, not the sum of them). b is converted first (its f16 copy is cached
-// for the next GEMM reading it, so it must lie below the mark).
+// a quantized weight in the kernel layout (repacked q8_0, or a type of ggml_cuda_qt, contiguous) as dense f16
+void ggml_cuda_weight_to_f16(ggml_cuda_context & ctx, const ggml_tensor * a, half * dst) {
+    if (ggml_cuda_q8_repacked(a)) {
+        ggml_cuda_q8r_to_f16(ctx, a, dst);
+        return;
+    }
+    const ggml_cuda_qt_fns * qt = ggml_cuda_qt(a->type);
+    GGML_ASSERT(qt && ggml_is_contiguous(a));
+    qt->to_f16(ctx, a, dst);
+}
+
+// A quantized a times N > ggml_cuda_mmv_max_n columns: a dequantized to f16 for cuBLAS, either ahead on the side
+// stream (dq-ahead.cuh) or here into scratch (an interim: the scratch is given back to the pool as soon as the GEMM
+// is launched, so no f16 copy of a weight outlives it and the pool's peak is the largest weight, not the sum of
+// them). b is converted first (its f16 copy is cached for the next GEMM reading it, so it must lie below the mark).
 static void mul_mat_dequant_cublas(ggml_cuda_context & ctx, const ggml_tensor * a, const ggml_tensor * b,
                                    ggml_tensor * dst) {
     ggml_tensor b_tmp;
@@ -172,19 +184,21 @@ static void mul_mat_dequant_cublas(ggml_cuda_context & ctx, const ggml_tensor * 
         b_tmp = f16_b(ctx, b);
         b = &b_tmp;
     }
-    const size_t mark = ctx.pool.mark();
     ggml_tensor a_tmp;
-    if (ggml_cuda_q8_repacked(a)) {
+    if (const half * w = ggml_cuda_dq_ahead_take(ctx, dst)) {
+        a_tmp = dense_header(a, GGML_TYPE_F16);
+        a_tmp.extra = nullptr;
+        a_tmp.data = (void *)w;
+        mul_mat_cublas(ctx, &a_tmp, b, dst);
+        ggml_cuda_dq_ahead_release(ctx);
+        return;
+    }
+    const size_t mark = ctx.pool.mark();
+    if (ggml_cuda_q8_repacked(a) || ggml_cuda_qt(a->type)) {
         a_tmp = dense_header(a, GGML_TYPE_F16);
         a_tmp.extra = nullptr;
         a_tmp.data = ctx.pool.alloc(a_tmp.nb[3] * a->ne[3]);
-        ggml_cuda_q8r_to_f16(ctx, a, (half *)a_tmp.data);
-    } else if (const ggml_cuda_qt_fns * qt = ggml_cuda_qt(a->type)) {
-        GGML_ASSERT(ggml_is_contiguous(a));
-        a_tmp = dense_header(a, GGML_TYPE_F16);
-        a_tmp.extra = nullptr;
-        a_tmp.data = ctx.pool.alloc(a_tmp.nb[3] * a->ne[3]);
-        qt->to_f16(ctx, a, (half *)a_tmp.data);
+        ggml_cuda_weight_to_f16(ctx, a, (half *)a_tmp.data);
     } else {
         a_tmp = dense_copy(ctx, a, GGML_TYPE_F16); // q8_0 in ggml's layout (any strides)
     }
@@ -211,6 +225,14 @@ static const ggml_cuda_mmq_fns * mmq_of(const ggml_cuda_context & ctx, const ggm
     if (!ctx.use_mmq || N <= ggml_cuda_mmv_max_n(ctx) || N > max_n) return nullptr;
     if (a->ne[0] > INT32_MAX || a->ne[1] > INT32_MAX) return nullptr;
     return ggml_cuda_mmq(a->type);
+}
+
+bool ggml_cuda_mul_mat_dequant_f16(const ggml_cuda_context & ctx, const ggml_tensor * mm) {
+    if (mm->op != GGML_OP_MUL_MAT || !mm->src[0] || !mm->src[1]) return false;
+    const ggml_tensor * a = mm->src[0];
+    const int64_t N = mm->src[1]->ne[1];
+    if (!ggml_cuda_q8_repacked(a) && !(ggml_cuda_qt(a->type) && ggml_is_contiguous(a))) return false;
+    return N > ggml_cuda_mmv_max_n(ctx) && !mmq_of(ctx, a, N);
 }
 
 // a's data in the kernel layout: a->data (early: a kernel may read it before pdl_wait), or, for a weight in ggml's

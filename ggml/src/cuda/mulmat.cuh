@@ -3,9 +3,9 @@
 //   N <= 8:  quantized -> mmvq (b quantized on the GPU, q8s layout; q8_0 in ggml's layout: q8_1 blocks);
 //            f16/f32 -> mmv
 //   N > 8:   quantized a, N up to the crossover of mulmat.cu: the tensor-core GEMM of mmq.cuh (b in f16); beyond,
-//            and f16/f32 a: cuBLAS, a quantized a dequantized to f16 scratch (given back after the GEMM), b
-//            converted to f16, f16 x f16 -> f32 (f32 compute); f32 x f32 as f32. Batches (GQA broadcast
-//            included) via strided-batched calls.
+//            and f16/f32 a: cuBLAS, a quantized a dequantized to f16 (ahead on a second stream, dq-ahead.cuh, or
+//            into scratch given back after the GEMM), b converted to f16, f16 x f16 -> f32 (f32 compute); f32 x f32
+//            as f32. Batches (GQA broadcast included) via strided-batched calls.
 // Inputs with non-dense rows (transposed views) are first copied to dense scratch.
 #pragma once
 #include "common.cuh"
@@ -16,6 +16,12 @@
 int64_t ggml_cuda_mmv_max_n(const ggml_cuda_context & ctx);
 
 GGML_CUDA_OP(mul_mat);
+
+// Whether MUL_MAT node mm runs as its quantized weight dequantized to f16 + cuBLAS (a prompt's mat-mul wider than the
+// tensor-core GEMM's limit; dq-ahead.cuh may then dequantize it ahead), and that dequantization: a in the kernel
+// layout (repacked q8_0, or contiguous of a type of ggml_cuda_qt) into dst, dense [K, M, A2, A3] f16.
+bool ggml_cuda_mul_mat_dequant_f16(const ggml_cuda_context & ctx, const ggml_tensor * mm);
+void ggml_cuda_weight_to_f16(ggml_cuda_context & ctx, const ggml_tensor * a, half * dst);
 
 // The activation caches (ctx.qcache: q8s, ctx.hcache: f16) must forget b once a node writes over it: call after
 // each node.
