@@ -376,23 +376,25 @@ inline void tile_avx2_q4_0_4x1(int64_t n, const void * vx, size_t bx, const void
         *(float *)((char *)s + r * bs_r) = o[r];
 }
 
-// q4_0 8 x 1 (decode; mul_mat takes it for every 8 rows of a mat-vec, see quants.h): the 4 x 1 tile above for two
-// groups of 4 rows, sharing per block the activation loads, the offset term and dy, and with the offset subtracted
-// once per group after the fold instead of once per row. Per row only the nibble split, two vpmaddubsw and an add are
-// left. Lanes: p_r = the row's q * y products (q in 0..15), 4 per int16 lane (<= 4 * 15 * 127 = 7620), folded over 4
-// lanes per int16 half (<= 30480); minus the offset folded the same way, each half is a sum of 16 (q - 8) y (<= 16256).
-// One vpmaddwd per group adds the halves; the 8 d by vpinsrw, one 256-bit vcvtph2ps, convert and fma for the 8 rows.
-// Zen 1 lab (docs/cpu-notes.md): ns per row and block in cache 1.7-2.0 (4 x 1) -> 1.57-1.85, 2 threads from DRAM
-// 14.4-15.3 -> 15.0-16.1 GB/s.
+// q4_0 8 x 1 (decode; mul_mat takes it for every 8 rows of a mat-vec, see quants.h): the 4 x 1 tile above for four
+// pairs of rows, rows 2k (low 128-bit lane) and 2k + 1 (high lane) in one 256-bit register, sharing per block the
+// activation loads, the offset term and dy, and with the offset subtracted once after the fold instead of once per
+// row. Per row pair only the nibble split, two vpmaddubsw and an add are left. Lanes: p = a row's q * y products (q
+// in 0..15), 4 per int16 lane (<= 4 * 15 * 127 = 7620), folded lane-wise over 4 lanes per int16 half (<= 30480; lane
+// 0 sums rows 0 2 4 6, lane 1 rows 1 3 5 7); minus the offset folded the same way, each half is a sum of 16 (q - 8) y
+// (<= 16256). One vpmaddwd adds the halves; the 8 d are gathered in general registers (idle in this loop) in that
+// order, one vcvtph2ps, convert and fma for the 8 rows. The 128-bit form of this tile (two groups of 4 rows, the d by
+// vpinsrw; Zen 1 lab, docs/cpu-notes.md: 1.57-1.85 ns per row and block in cache) ran ~7% slower whole-process
+// (bench tg64, 2 threads) on a Zen 3 VM, where 256-bit operations are not split.
 inline void tile_avx2_q4_0_8x1(int64_t n, const void * vx, size_t bx, const void * vy, float * s, size_t bs_r) {
     const int64_t nb = n / 32;
     const block_q4_0 * x[8];
     ggml_tile_rows(vx, bx, 8, x);
     const block_q8_1 * y = (const block_q8_1 *)vy;
     __m256 acc = _mm256_setzero_ps();
-    const __m128i m4 = _mm_set1_epi8(0x0F);
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m128i eights = _mm_set1_epi8(8);
-    const __m128i ones = _mm_set1_epi16(1);
+    const __m256i ones = _mm256_set1_epi16(1);
     for (int64_t ib = 0; ib < nb; ++ib) {
         const block_q8_1 & yb = y[ib];
         const __m128i ylo = _mm_loadu_si128((const __m128i *)yb.qs);
@@ -402,34 +404,39 @@ inline void tile_avx2_q4_0_8x1(int64_t n, const void * vx, size_t bx, const void
         __m128i y8 = _mm_add_epi16(_mm_maddubs_epi16(eights, ylo), _mm_maddubs_epi16(eights, yhi));
         y8 = _mm_add_epi16(y8, _mm_shuffle_epi32(y8, 0x4E));
         y8 = _mm_add_epi16(y8, _mm_shuffle_epi32(y8, 0xB1));
-        __m128i p[8];
-        for (int r = 0; r < 8; ++r) {
-            const block_q4_0 & b = x[r][ib];
+        const __m256i ylo2 = _mm256_broadcastsi128_si256(ylo), yhi2 = _mm256_broadcastsi128_si256(yhi);
+        __m256i p[4];
+        for (int k = 0; k < 4; ++k) {
+            const block_q4_0 & b0 = x[2 * k][ib];
+            const block_q4_0 & b1 = x[2 * k + 1][ib];
 #if GGML_Q45_PREFETCH_ROWS > 0
-            if (!(ib & 1)) _mm_prefetch((const char *)&b + GGML_Q45_PREFETCH_ROWS * bx, _MM_HINT_T0);
+            if (!(ib & 1)) {
+                _mm_prefetch((const char *)&b0 + GGML_Q45_PREFETCH_ROWS * bx, _MM_HINT_T0);
+                _mm_prefetch((const char *)&b1 + GGML_Q45_PREFETCH_ROWS * bx, _MM_HINT_T0);
+            }
 #endif
-            const __m128i qs = _mm_loadu_si128((const __m128i *)b.qs);
-            const __m128i lo = _mm_and_si128(qs, m4), hi = _mm_and_si128(_mm_srli_epi16(qs, 4), m4);
-            p[r] = _mm_add_epi16(_mm_maddubs_epi16(lo, ylo), _mm_maddubs_epi16(hi, yhi));
+            const __m256i qs = _mm256_loadu2_m128i((const __m128i *)b1.qs, (const __m128i *)b0.qs);
+            const __m256i lo = _mm256_and_si256(qs, m4), hi = _mm256_and_si256(_mm256_srli_epi16(qs, 4), m4);
+            p[k] = _mm256_add_epi16(_mm256_maddubs_epi16(lo, ylo2), _mm256_maddubs_epi16(hi, yhi2));
         }
-        const __m128i v0 = _mm_sub_epi16(fold_rows4_i16(p), y8);
-        const __m128i v1 = _mm_sub_epi16(fold_rows4_i16(p + 4), y8);
-        const __m256i isum = _mm256_set_m128i(_mm_madd_epi16(v1, ones), _mm_madd_epi16(v0, ones));
-        __m128i dh = _mm_cvtsi32_si128(x[0][ib].d);
-        dh = _mm_insert_epi16(dh, x[1][ib].d, 1);
-        dh = _mm_insert_epi16(dh, x[2][ib].d, 2);
-        dh = _mm_insert_epi16(dh, x[3][ib].d, 3);
-        dh = _mm_insert_epi16(dh, x[4][ib].d, 4);
-        dh = _mm_insert_epi16(dh, x[5][ib].d, 5);
-        dh = _mm_insert_epi16(dh, x[6][ib].d, 6);
-        dh = _mm_insert_epi16(dh, x[7][ib].d, 7);
+        const __m256i t01 = _mm256_add_epi16(_mm256_unpacklo_epi32(p[0], p[1]), _mm256_unpackhi_epi32(p[0], p[1]));
+        const __m256i t23 = _mm256_add_epi16(_mm256_unpacklo_epi32(p[2], p[3]), _mm256_unpackhi_epi32(p[2], p[3]));
+        const __m256i f = _mm256_add_epi16(_mm256_unpacklo_epi64(t01, t23), _mm256_unpackhi_epi64(t01, t23));
+        const __m256i isum = _mm256_madd_epi16(_mm256_sub_epi16(f, _mm256_broadcastsi128_si256(y8)), ones);
+        uint64_t d[2] = {0, 0}; // halves of rows 0 2 4 6 | 1 3 5 7
+        for (int r = 0; r < 8; ++r) {
+            uint16_t h;
+            std::memcpy(&h, &x[r][ib].d, sizeof(h));
+            d[r & 1] |= (uint64_t)h << (16 * (r >> 1));
+        }
+        const __m128i dh = _mm_set_epi64x((long long)d[1], (long long)d[0]);
         const __m256 dxy = _mm256_mul_ps(_mm256_cvtph_ps(dh), _mm256_set1_ps(fp16(yb.d)));
         acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), dxy, acc);
     }
     alignas(32) float o[8];
     _mm256_store_ps(o, acc);
-    for (int r = 0; r < 8; ++r)
-        *(float *)((char *)s + r * bs_r) = o[r];
+    for (int j = 0; j < 8; ++j) // o: rows 0 2 4 6 1 3 5 7
+        *(float *)((char *)s + (2 * (j & 3) + (j >> 2)) * bs_r) = o[j];
 }
 
 template <typename B, int R, int C>

@@ -184,10 +184,9 @@ static void mul_mat_dequant_cublas(ggml_cuda_context & ctx, const ggml_tensor * 
         b_tmp = f16_b(ctx, b);
         b = &b_tmp;
     }
-    ggml_tensor a_tmp;
+    ggml_tensor a_tmp = dense_header(a, GGML_TYPE_F16); // a's f16 copy, dense
+    a_tmp.extra = nullptr;
     if (const half * w = ggml_cuda_dq_ahead_take(ctx, dst)) {
-        a_tmp = dense_header(a, GGML_TYPE_F16);
-        a_tmp.extra = nullptr;
         a_tmp.data = (void *)w;
         mul_mat_cublas(ctx, &a_tmp, b, dst);
         ggml_cuda_dq_ahead_release(ctx);
@@ -195,8 +194,6 @@ static void mul_mat_dequant_cublas(ggml_cuda_context & ctx, const ggml_tensor * 
     }
     const size_t mark = ctx.pool.mark();
     if (ggml_cuda_q8_repacked(a) || ggml_cuda_qt(a->type)) {
-        a_tmp = dense_header(a, GGML_TYPE_F16);
-        a_tmp.extra = nullptr;
         a_tmp.data = ctx.pool.alloc(a_tmp.nb[3] * a->ne[3]);
         ggml_cuda_weight_to_f16(ctx, a, (half *)a_tmp.data);
     } else {
