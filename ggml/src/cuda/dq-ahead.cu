@@ -2,7 +2,7 @@
 #include "dq-ahead.cuh"
 #include "mulmat.cuh"
 
-#include <utility>
+#include <algorithm>
 
 static size_t f16_bytes(const ggml_tensor * mm) { return sizeof(half) * (size_t)ggml_nelements(mm->src[0]); }
 
@@ -80,7 +80,8 @@ void ggml_cuda_dq_ahead_begin(ggml_cuda_context & ctx, const ggml_cgraph * gf, c
     d.next = 0;
     if (d.broken) return;
     size_t bytes = 0;
-    for (int i = 0; i < gf->n_nodes; ++i) { // the nodes run_graph runs through ggml_cuda_op_mul_mat
+    // the mat-muls that will take the dequantize + cuBLAS path (nodes inside a fused span never do: those are mat-vecs)
+    for (int i = 0; i < gf->n_nodes; ++i) {
         const ggml_tensor * t = gf->nodes[i];
         if (fused[i] == 0 && ggml_nelements(t) != 0 && ggml_cuda_mul_mat_dequant_f16(ctx, t) &&
             f16_bytes(t) <= GGML_CUDA_DQ_AHEAD_MAX_BYTES) {
