@@ -15,7 +15,9 @@
 //
 // Leaf data by name prefix: "pos" i32 positions in [0, 1000) ("posbig": in [65536, 131072), Llama 3.1 long
 // context); "rowids" i32 n distinct values in [0, 2n); "ff" f32 freq factors in [1, 8];
-// "mask" f32/f16 (0, small negatives, -inf; rows with i1 % 5 == 3 fully -inf); "ties" small
+// "mask" f32/f16 (0, small negatives, -inf; rows with i1 % 5 == 3 fully -inf); "cmask" causal 0 / -inf (row i1
+// sees keys up to ne0 - ne1 + i1; from key (13 i1) % 97 where i1 % 7 == 5, nothing where i1 % 11 == 10, and one
+// -0.5 inside where i1 % 13 == 6: a mask a range alone does not describe); "ties" small
 // integers in [-2, 2] (for argmax ties); anything else uniform in [-1, 1] without zeros (f16: exact
 // multiples of 1/1024), i32 in [0, 100). q8_0/q4_0 leaves (KV caches) are random valid blocks: an exact f16
 // scale d (q8_0: d in [2^-8, 2^-7), values up to ~1; q4_0: d in [2^-4, 2^-3)) and random quants.
@@ -135,6 +137,11 @@ inline std::vector<uint8_t> backend_case_leaf_data(const ggml_tensor * leaf, uin
             const double r = (u(rng) + 1.0) / 2.0;
             const bool own = (j * 5 / n == sq && r >= 0.2) || j % 37 == sq;
             v = i1 % 11 == 4 || !own ? -INFINITY : r < 0.4 ? -std::round(r * 1024) / 1024 : 0.0;
+        } else if (starts("cmask")) {
+            const int64_t n = leaf->ne[0], j = i % n, i1 = (i / n) % leaf->ne[1];
+            const int64_t last = n - leaf->ne[1] + i1, first = i1 % 7 == 5 ? (13 * i1) % 97 : 0;
+            const bool seen = i1 % 11 != 10 && j >= first && j <= last;
+            v = !seen ? -INFINITY : i1 % 13 == 6 && j == (first + last) / 2 ? -0.5 : 0.0;
         } else if (starts("mask")) {
             const int64_t i1 = (i / leaf->ne[0]) % leaf->ne[1];
             const double r = (u(rng) + 1.0) / 2.0;

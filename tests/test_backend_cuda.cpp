@@ -265,12 +265,19 @@ TEST_CASE("flash_attn_ext: flash-decoding splits, long KV, GQA, f16 mask, causal
                  // prompts on the tensor-core kernel (fattn-mma.cu): odd token / key counts, ragged 64-row and 64-key
                  // tiles, D 96, keys past the causal limit skipped per tile, a long KV
                  fc{96, 33, 8, 8, 255, true}, fc{64, 17, 4, 4, 17, true}, fc{128, 130, 32, 8, 4097, true},
-                 fc{128, 9, 4, 1, 1, false}}) {
-        for (int mask : {0, 1}) {
+                 fc{128, 9, 4, 1, 1, false},
+                 // prompts of 2048 keys or more: blocks of 32 query rows per warp (fattn-mma-wide.cu), KV split in
+                 // 1, 2 and 3 (4097 above: 2), ragged 128-row blocks
+                 fc{128, 300, 8, 2, 2100, false}, fc{64, 77, 4, 4, 4100, true}, fc{80, 200, 2, 1, 6200, false},
+                 fc{96, 33, 8, 8, 2049, true}}) {
+        // mask 1: random values (read per score); 2: causal 0 / -inf rows (the ranges describe them: tiles inside
+        // every range unmasked), some not (backend_cases.h "cmask")
+        for (int mask : {0, 1, 2}) {
             compare(
                 be,
                 "fattn D" + std::to_string(c.D) + " T" + std::to_string(c.n_tokens) + " H" + std::to_string(c.n_head) +
-                    "/" + std::to_string(c.n_head_kv) + " kv" + std::to_string(c.n_kv) + (mask ? " mask" : "") +
+                    "/" + std::to_string(c.n_head_kv) + " kv" + std::to_string(c.n_kv) +
+                    (mask == 1 ? " mask" : mask == 2 ? " causal mask" : "") +
                     (c.causal ? " causal" : ""),
                 [=](ggml_context * ctx) {
                     const int64_t n_ctx = c.n_kv + 24;
@@ -280,7 +287,8 @@ TEST_CASE("flash_attn_ext: flash-decoding splits, long KV, GQA, f16 mask, causal
                     ggml_tensor * vc = leaf(ctx, GGML_TYPE_F16, c.D * c.n_head_kv, n_ctx, 1, "vc");
                     ggml_tensor * k = ggml_view_3d(ctx, kc, c.D, c.n_kv, c.n_head_kv, kc->nb[1], c.D * 2, 0);
                     ggml_tensor * v = ggml_view_3d(ctx, vc, c.D, c.n_kv, c.n_head_kv, vc->nb[1], c.D * 2, 0);
-                    ggml_tensor * m = mask ? leaf(ctx, GGML_TYPE_F16, c.n_kv, c.n_tokens, 1, "maskx") : nullptr;
+                    ggml_tensor * m =
+                        mask ? leaf(ctx, GGML_TYPE_F16, c.n_kv, c.n_tokens, 1, mask == 1 ? "maskx" : "cmaskx") : nullptr;
                     return ggml_flash_attn_ext(ctx, q, k, v, m, 1.0f / std::sqrt((float)c.D),
                                                c.causal ? (int)(c.n_kv - c.n_tokens) : -1);
                 },

@@ -29,6 +29,10 @@ struct fa_params {
 
 typedef void (*fattn_vec_fn)(fa_params);
 
+// One launch merging the p.n_split partials (p.part, p.ml: the layout merge_splits reads) of every query into p.dst
+// (fields read: dst, ds, D, n_tokens, n_head, r, n_split, part, ml).
+void ggml_cuda_fattn_combine(ggml_cuda_context & ctx, const fa_params & p);
+
 // Dim d of global query qg (kv head * n_q + query) merged over the n_split partials (part, ml); nq_all = n_q *
 // n_head_kv. The loads bypass L1 (__ldcg): the decode kernel's last block reads partials other blocks of the same
 // launch wrote.

@@ -8,6 +8,7 @@
 // n-tiles 2kk, 2kk+1 of S are k-step kk of P); B = V (keys x D, row-major in shared memory): ldmatrix .trans.
 #include "cp-async.cuh"
 #include "fattn-mma.cuh"
+#include "fattn-mma-frag.cuh"
 #include "fattn-range.cuh"
 #include "mma-s8.cuh"
 
@@ -17,29 +18,6 @@
 
 #define FM_BM 64 // query rows per block: 4 warps x 16
 #define FM_BN 64 // keys per tile
-
-static __device__ __forceinline__ void fm_mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-static __device__ __forceinline__ void fm_ldsm(uint32_t (&r)[4], const half * p) {
-    const unsigned s = (unsigned)__cvta_generic_to_shared(p);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(s));
-}
-static __device__ __forceinline__ void fm_ldsm_t(uint32_t (&r)[4], const half * p) {
-    const unsigned s = (unsigned)__cvta_generic_to_shared(p);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(s));
-}
-static __device__ __forceinline__ uint32_t fm_pack(float x, float y) {
-    const half2 h = __floats2half2_rn(x, y);
-    return *(const uint32_t *)&h;
-}
 
 template <int D> static __global__ void __launch_bounds__(128) k_fattn_mma(const fattn_mma_params p) {
     constexpr int LD = D + 8; // shared row stride in halves: 16-byte aligned rows, ldmatrix without bank conflicts

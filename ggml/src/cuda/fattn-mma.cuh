@@ -23,11 +23,21 @@ struct fattn_mma_params {
     // optional [n_tokens] {first visible key, one past the last} of each token (fattn-range.cuh): a block reads
     // only the key tiles of the union of its tokens' ranges (a cache shared by many sequences); nullptr: all keys
     const int2 * ranges;
+    // ggml_cuda_fattn_mma_wide's KV splits (set there): n_split > 1 blocks per row block, each over its part of the
+    // key tiles, write unnormalised partials (fattn-common.cuh's merge_splits layout) that one launch merges
+    int n_split;
+    float * part;
+    float2 * ml;
 };
 
 // whether the kernel takes it: D in {64, 80, 96, 128}, f16 K/V with 16-byte aligned rows, f32 contiguous dst
 bool ggml_cuda_fattn_mma_ok(int D, const ggml_tensor * k, const ggml_tensor * v, const ggml_tensor * dst);
 void ggml_cuda_fattn_mma(ggml_cuda_context & ctx, const fattn_mma_params & p);
+// The same on the same inputs by blocks of 4 warps x 32 query rows, KV split where that fills the GPU
+// (fattn-mma-wide.cu; mask_stage unused): for prompts of one sequence where it is wanted, i.e. at least 2048 keys
+// (splits possible) or two blocks per SM without splits; not with GGML_CUDA_FATTN_WIDE=0 (an A/B).
+void ggml_cuda_fattn_mma_wide(ggml_cuda_context & ctx, const fattn_mma_params & p);
+bool ggml_cuda_fattn_mma_wide_wanted(const fattn_mma_params & p, int n_sm);
 
 // Decode on tensor cores (the f16 and q8_0 decode paths of fattn.cu): at most 16 query rows per kv head (n_tokens *
 // r); f16 K/V as for ggml_cuda_fattn_mma_ok, or K and V both q8_0 with D 64 or 128 (rows read in place, 4-byte

@@ -8,7 +8,7 @@ template <bool F16> static __global__ void __launch_bounds__(256) k_mask_ranges(
     pdl_wait();
     const int t = blockIdx.x;
     const char * row = mask + t * stride;
-    int lo = INT_MAX, hi = -1;
+    int lo = INT_MAX, hi = -1, cnt = 0, nz = 0; // visible keys, and whether one of them has a value other than 0
     constexpr int V = F16 ? 8 : 4; // values per 16-byte load
     const bool vec = ((uintptr_t)row % 16) == 0;
     const int n_vec = vec ? n_kv / V : 0;
@@ -21,6 +21,8 @@ template <bool F16> static __global__ void __launch_bounds__(256) k_mask_ranges(
             if (f != -INFINITY) {
                 lo = min(lo, i * V + e);
                 hi = max(hi, i * V + e);
+                ++cnt;
+                nz |= f != 0.0f;
             }
         }
     }
@@ -29,32 +31,41 @@ template <bool F16> static __global__ void __launch_bounds__(256) k_mask_ranges(
         if (f != -INFINITY) {
             lo = min(lo, j);
             hi = max(hi, j);
+            ++cnt;
+            nz |= f != 0.0f;
         }
     }
-    __shared__ int s_lo[8], s_hi[8];
+    __shared__ int s_lo[8], s_hi[8], s_cnt[8], s_nz[8];
     for (int o = 16; o > 0; o /= 2) {
         lo = min(lo, __shfl_xor_sync(0xffffffff, lo, o));
         hi = max(hi, __shfl_xor_sync(0xffffffff, hi, o));
+        cnt += __shfl_xor_sync(0xffffffff, cnt, o);
+        nz |= __shfl_xor_sync(0xffffffff, nz, o);
     }
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     if (lane == 0) {
         s_lo[warp] = lo;
         s_hi[warp] = hi;
+        s_cnt[warp] = cnt;
+        s_nz[warp] = nz;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
         for (int w = 1; w < (int)blockDim.x / 32; ++w) {
             lo = min(lo, s_lo[w]);
             hi = max(hi, s_hi[w]);
+            cnt += s_cnt[w];
+            nz |= s_nz[w];
         }
         out[t] = hi < 0 ? make_int2(0, 0) : make_int2(lo, hi + 1);
+        out[gridDim.x + t] = make_int2(!nz && cnt == (hi < 0 ? 0 : hi + 1 - lo), 0); // an exact range
     }
     pdl_trigger();
 }
 
 int2 * ggml_cuda_mask_ranges(ggml_cuda_context & ctx, const char * mask, int64_t row_stride, bool f16, int n_kv,
                              int n_tokens) {
-    int2 * out = (int2 *)ctx.pool.alloc(sizeof(int2) * n_tokens);
+    int2 * out = (int2 *)ctx.pool.alloc(sizeof(int2) * 2 * n_tokens);
     if (f16) {
         ggml_cuda_launch(ctx, k_mask_ranges<true>, dim3(n_tokens), dim3(256), 0, mask, row_stride, n_kv, out);
     } else {

@@ -131,6 +131,10 @@ static __global__ void k_fattn_combine(fa_params p) {
         *(float *)(out + d * p.ds.nb[0]) = merge_splits(p, qg, nq_all, d);
 }
 
+void ggml_cuda_fattn_combine(ggml_cuda_context & ctx, const fa_params & p) {
+    ggml_cuda_launch(ctx, k_fattn_combine, dim3(p.n_tokens * p.n_head, 1), dim3(128), 0, p);
+}
+
 // ---- decode path: few queries per kv head ------------------------------------------------------
 // Block = W warps for one (kv head, KV split). Warp w takes the groups of KB consecutive keys kv0 + (g*W + w)*KB
 // .. + KB-1 (g = 0, 1, ...); the next group's 2*KB rows and mask values are loaded before the current group is
@@ -599,10 +603,15 @@ static bool flash_attn_ext_f(ggml_cuda_context & ctx, ggml_tensor * dst, const g
         // a prompt over more than one key tile: the tokens' visible ranges from the mask even for one sequence, so
         // that blocks skip the tiles a causal mask hides from all their queries (about half of them; the graph's
         // FLASH_ATTN_EXT carries the causality in the mask, not in causal_n_past)
-        if (!p.ranges && mask && !no_ranges && p.ms.ne[2] == 1 && p.ms.ne[3] == 1 && p.n_kv > 64)
+        const bool one_seq = !p.ranges;
+        if (one_seq && mask && !no_ranges && p.ms.ne[2] == 1 && p.ms.ne[3] == 1 && p.n_kv > 64)
             p.ranges = ggml_cuda_mask_ranges(ctx, p.mask, p.ms.nb[1], p.mask_f16, p.n_kv, p.n_tokens);
         mp.ranges = p.ranges;
-        ggml_cuda_fattn_mma(ctx, mp);
+        if (one_seq && ggml_cuda_fattn_mma_wide_wanted(mp, ctx.n_sm)) {
+            ggml_cuda_fattn_mma_wide(ctx, mp);
+        } else {
+            ggml_cuda_fattn_mma(ctx, mp);
+        }
         return false;
     }
     if (fattn_gemm_ok(p, k, v, dst) && !no_vec) {
@@ -648,7 +657,7 @@ static bool flash_attn_ext_f(ggml_cuda_context & ctx, ggml_tensor * dst, const g
         k_fattn<float><<<grid, FA_WARPS * 32, smem, ctx.stream>>>(p);
     }
     CUDA_CHECK_LAUNCH();
-    if (n_split > 1) ggml_cuda_launch(ctx, k_fattn_combine, dim3(n_q * n_head_kv, 1), dim3(128), 0, p);
+    if (n_split > 1) ggml_cuda_fattn_combine(ctx, p);
     return false;
 }
 
