@@ -6,7 +6,6 @@
 // token's range, -inf elsewhere" (the causal mask of a sequence: fattn-range.cuh's exact flags), a key tile inside
 // every range of the block's tokens is not masked at all and the tiles at the edges compare keys with the ranges;
 // other masks are read from global memory per score.
-#include "cp-async.cuh"
 #include "fattn-mma-frag.cuh"
 #include "fattn-mma.cuh"
 #include "fattn-range.cuh"
@@ -23,7 +22,7 @@
 template <int D, int W, int SB, bool LS>
 static __global__ void __launch_bounds__(W * 32) k_fattn_mma_wide(const fattn_mma_params p) {
     constexpr int LD = D + 8; // shared row stride in halves: 16-byte aligned rows, ldmatrix without bank conflicts
-    constexpr int KT = D / 16, NT = D / 8, CH = D / 8, BM = 32 * W;
+    constexpr int KT = D / 16, NT = D / 8, BM = 32 * W;
     constexpr float LOG2E = 1.4426950408889634f; // scores are kept in log2 units: exp2 in the softmax
     extern __shared__ __align__(16) half fw_smem[];
     half * Qs = fw_smem;             // [BM][LD]
@@ -93,13 +92,8 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_wide(const fattn_mm
     const int n_tiles = max(0, min(per_split, tiles_all - (int)blockIdx.z * per_split));
     const char * kb = p.k + hk * p.ks.nb[2];
     const char * vb = p.v + hk * p.vs.nb[2];
-    auto load_tile = [&](int tile, int buf) { // keys past n_kv repeat the last row (finite; masked below)
-        for (int e = threadIdx.x; e < FW_BN * CH; e += blockDim.x) {
-            const int j = e / CH, ch = e % CH;
-            const int64_t key = min(tile * FW_BN + j, p.n_kv - 1);
-            cp_async16(Ks + (buf * FW_BN + j) * LD + ch * 8, kb + key * p.ks.nb[1] + ch * 16);
-            cp_async16(Vs + (buf * FW_BN + j) * LD + ch * 8, vb + key * p.vs.nb[1] + ch * 16);
-        }
+    auto load_tile = [&](int tile, int buf) {
+        fm_load_kv<D, FW_BN, LD>(Ks, Vs, kb, vb, p.ks.nb[1], p.vs.nb[1], p.n_kv, tile, buf);
         cp_async_commit();
     };
 
@@ -117,16 +111,9 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_wide(const fattn_mm
     const half * Qw = Qs + (warp * 32 + mi + (mat & 1) * 8) * LD + (mat >> 1) * 8;
     if (n_tiles > 0) load_tile(tile_begin, 0);
     for (int it = 0; it < n_tiles; ++it) {
-        const int buf = it & 1;
-        if (it + 1 < n_tiles) {
-            load_tile(tile_begin + it + 1, buf ^ 1);
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
-        }
-        __syncthreads();
-        const half * Kb = Ks + buf * FW_BN * LD;
-        const half * Vb = Vs + buf * FW_BN * LD;
+        fm_next_tile(it, n_tiles, tile_begin, load_tile);
+        const half * Kb = Ks + (it & 1) * FW_BN * LD;
+        const half * Vb = Vs + (it & 1) * FW_BN * LD;
 
         // S [2 m-tiles][16 rows][64 keys] of this warp (n-tile nt = keys 8 nt .. 8 nt + 7), issued by steps of SB
         // keys: the softmax of a step waits only for its own mma while the next step's are still running
@@ -352,34 +339,17 @@ bool ggml_cuda_fattn_mma_wide_wanted(const fattn_mma_params & p, int n_sm) {
 }
 
 // GGML_CUDA_FATTN_WIDE_SB=64: one softmax step per tile; GGML_CUDA_FATTN_WIDE_LSUM=0: row sums by adds (A/Bs)
-void ggml_cuda_fattn_mma_wide(ggml_cuda_context & ctx, const fattn_mma_params & p) {
+template <int D> static void launch_wide_variant(ggml_cuda_context & ctx, const fattn_mma_params & p) {
     static const int v = [] {
         const char * sb = std::getenv("GGML_CUDA_FATTN_WIDE_SB");
         const char * ls = std::getenv("GGML_CUDA_FATTN_WIDE_LSUM");
         return sb && std::atoi(sb) == 64 ? 2 : ls && std::atoi(ls) == 0 ? 1 : 0;
     }();
-    switch (p.D) {
-        case 64:
-            v == 0   ? launch_wide<64, 4, 32, true>(ctx, p)
-            : v == 1 ? launch_wide<64, 4, 32, false>(ctx, p)
-                     : launch_wide<64, 4, 64, false>(ctx, p);
-            break;
-        case 80:
-            v == 0   ? launch_wide<80, 4, 32, true>(ctx, p)
-            : v == 1 ? launch_wide<80, 4, 32, false>(ctx, p)
-                     : launch_wide<80, 4, 64, false>(ctx, p);
-            break;
-        case 96:
-            v == 0   ? launch_wide<96, 4, 32, true>(ctx, p)
-            : v == 1 ? launch_wide<96, 4, 32, false>(ctx, p)
-                     : launch_wide<96, 4, 64, false>(ctx, p);
-            break;
-        case 128:
-            v == 0   ? launch_wide<128, 4, 32, true>(ctx, p)
-            : v == 1 ? launch_wide<128, 4, 32, false>(ctx, p)
-                     : launch_wide<128, 4, 64, false>(ctx, p);
-            break;
-        default:
-            GGML_ABORT("fattn mma wide: D %d", p.D);
-    }
+    if (v == 0) launch_wide<D, 4, 32, true>(ctx, p);
+    if (v == 1) launch_wide<D, 4, 32, false>(ctx, p);
+    if (v == 2) launch_wide<D, 4, 64, false>(ctx, p);
+}
+
+void ggml_cuda_fattn_mma_wide(ggml_cuda_context & ctx, const fattn_mma_params & p) {
+    fattn_mma_for_d(p.D, [&](auto d) { launch_wide_variant<decltype(d)::value>(ctx, p); });
 }

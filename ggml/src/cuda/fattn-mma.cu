@@ -21,7 +21,7 @@
 
 template <int D> static __global__ void __launch_bounds__(128) k_fattn_mma(const fattn_mma_params p) {
     constexpr int LD = D + 8; // shared row stride in halves: 16-byte aligned rows, ldmatrix without bank conflicts
-    constexpr int KT = D / 16, NT = D / 8, CH = D / 8; // k-steps of S, n-tiles of O, 16-byte chunks per row
+    constexpr int KT = D / 16, NT = D / 8; // k-steps of S, n-tiles of O
     extern __shared__ __align__(16) half fm_smem[];
     half * Ks = fm_smem;                       // [2][FM_BN][LD]
     half * Vs = Ks + 2 * FM_BN * LD;           // [2][FM_BN][LD]
@@ -73,13 +73,8 @@ template <int D> static __global__ void __launch_bounds__(128) k_fattn_mma(const
     const int n_tiles = max(0, (kv_end + FM_BN - 1) / FM_BN - tile_begin);
     const char * kb = p.k + hk * p.ks.nb[2];
     const char * vb = p.v + hk * p.vs.nb[2];
-    auto load_tile = [&](int tile, int buf) { // keys past n_kv repeat the last row (finite; masked below)
-        for (int e = threadIdx.x; e < FM_BN * CH; e += blockDim.x) {
-            const int j = e / CH, ch = e % CH;
-            const int64_t key = min(tile * FM_BN + j, p.n_kv - 1);
-            cp_async16(Ks + (buf * FM_BN + j) * LD + ch * 8, kb + key * p.ks.nb[1] + ch * 16);
-            cp_async16(Vs + (buf * FM_BN + j) * LD + ch * 8, vb + key * p.vs.nb[1] + ch * 16);
-        }
+    auto load_tile = [&](int tile, int buf) {
+        fm_load_kv<D, FM_BN, LD>(Ks, Vs, kb, vb, p.ks.nb[1], p.vs.nb[1], p.n_kv, tile, buf);
         if (p.mask_stage) { // the mask rows of the block's tokens for these keys (bytes past n_kv read as zero)
             const int mch = FM_BN * mes / 16; // 16-byte chunks per token
             for (int e = threadIdx.x; e < (t_hi - t_lo + 1) * mch; e += blockDim.x) {
@@ -110,13 +105,7 @@ template <int D> static __global__ void __launch_bounds__(128) k_fattn_mma(const
     if (n_tiles > 0) load_tile(tile_begin, 0);
     for (int it = 0; it < n_tiles; ++it) {
         const int buf = it & 1;
-        if (it + 1 < n_tiles) {
-            load_tile(tile_begin + it + 1, buf ^ 1);
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
-        }
-        __syncthreads();
+        fm_next_tile(it, n_tiles, tile_begin, load_tile);
         const half * Kb = Ks + buf * FM_BN * LD;
         const half * Vb = Vs + buf * FM_BN * LD;
 
@@ -237,22 +226,7 @@ void ggml_cuda_fattn_mma(ggml_cuda_context & ctx, const fattn_mma_params & p0) {
     const int es = p.mask_f16 ? 2 : 4;
     p.mask_stage = p.mask && p.ms.ne[2] == 1 && p.ms.ne[3] == 1 && p.ms.nb[0] == es && p.ms.nb[1] % 16 == 0 &&
                    (uintptr_t)p.mask % 16 == 0;
-    switch (p.D) {
-        case 64:
-            launch<64>(ctx, p);
-            break;
-        case 80:
-            launch<80>(ctx, p);
-            break;
-        case 96:
-            launch<96>(ctx, p);
-            break;
-        case 128:
-            launch<128>(ctx, p);
-            break;
-        default:
-            GGML_ABORT("fattn mma: D %d", p.D);
-    }
+    fattn_mma_for_d(p.D, [&](auto d) { launch<decltype(d)::value>(ctx, p); });
 }
 
 // ---- decode on tensor cores: at most 16 query rows per kv head, f16 or q8_0 K/V (fattn.cu's decode path) -------

@@ -10,6 +10,8 @@
 #include "common.cuh"
 #include "fattn-common.cuh"
 
+#include <type_traits>
+
 struct fattn_mma_params {
     const char * q;
     const char * k;
@@ -29,6 +31,22 @@ struct fattn_mma_params {
     float * part;
     float2 * ml;
 };
+
+// f(std::integral_constant<int, D>()) for the head sizes the prompt kernels are built for (64, 80, 96, 128)
+template <class F> void fattn_mma_for_d(int D, F && f) {
+    switch (D) {
+        case 64:
+            return f(std::integral_constant<int, 64>());
+        case 80:
+            return f(std::integral_constant<int, 80>());
+        case 96:
+            return f(std::integral_constant<int, 96>());
+        case 128:
+            return f(std::integral_constant<int, 128>());
+        default:
+            GGML_ABORT("fattn mma: D %d", D);
+    }
+}
 
 // whether the kernel takes it: D in {64, 80, 96, 128}, f16 K/V with 16-byte aligned rows, f32 contiguous dst
 bool ggml_cuda_fattn_mma_ok(int D, const ggml_tensor * k, const ggml_tensor * v, const ggml_tensor * dst);
