@@ -238,7 +238,7 @@ ggml_tensor * llm_kv_view_v(ggml_context * ctx, const llm_kv_cache & kv, int il,
 }
 
 bool llm_kv_seq_add(llm_kv_cache & kv, const llm_model & model, ggml_backend_sched_t sched, int seq, int p0, int p1,
-                    int delta, std::string * err) {
+                    int delta, std::string * err, const std::function<void()> & before_shift) {
     if (seq < 0 || seq >= kv.n_seq_max || p0 < 0 || (p1 >= 0 && p1 < p0)) {
         if (err) {
             *err = "llm_kv_seq_add: bad sequence " + std::to_string(seq) + " or range [" + std::to_string(p0) + ", " +
@@ -261,6 +261,7 @@ bool llm_kv_seq_add(llm_kv_cache & kv, const llm_model & model, ggml_backend_sch
         }
     }
     const int n_move = (int) rows.size();
+    if (before_shift) before_shift();
 
     const llm_hparams & hp = model.hp;
     const int64_t n_embd_kv = hp.n_embd_k_gqa();

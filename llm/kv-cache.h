@@ -29,6 +29,7 @@
 #include "ggml-backend.h"
 #include "ggml.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,7 @@ ggml_tensor * llm_kv_view_v(ggml_context * ctx, const llm_kv_cache & kv, int il,
 
 // Context shift: positions [p0, p1) of seq move by delta; their keys are re-rotated by delta with RoPE in
 // place (GET_ROWS, ROPE, SET_ROWS of the cells: one small graph through sched). A cell another sequence also
-// sees moves for both. Returns false (err) on a bad range or a failed graph.
+// sees moves for both. Returns false (err) on a bad range or a failed graph. before_shift, if set, runs once
+// cells are about to move (not when none is in the range or delta is 0).
 bool llm_kv_seq_add(llm_kv_cache & kv, const llm_model & model, ggml_backend_sched_t sched, int seq, int p0, int p1,
-                    int delta, std::string * err);
+                    int delta, std::string * err, const std::function<void()> & before_shift = {});
