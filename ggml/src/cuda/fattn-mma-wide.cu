@@ -3,9 +3,12 @@
 // m-tiles (32 query rows), so each K / V fragment loaded from shared memory feeds two mma instead of one and each
 // warp has twice the independent mma in flight; Q lives in shared memory (f16, pre-scaled) and is loaded per k-step
 // (the registers go to the second m-tile's accumulators). Where the ranges say the mask is exactly "0 on the
-// token's range, -inf elsewhere" (the causal mask of a sequence: fattn-range.cuh's exact flags), a key tile inside
-// every range of the block's tokens is not masked at all and the tiles at the edges compare keys with the ranges;
-// other masks are read from global memory per score.
+// token's range, -inf elsewhere" (the causal mask of a sequence: fattn-range.cuh's exact flags), a step of keys
+// inside every range of the block's tokens is not masked at all and the steps at the edges compare keys with the
+// ranges; other masks are read from global memory per score. Per 64-key tile: S issued in two 32-key steps, then per
+// step the online softmax and P V (the first step's softmax overlaps the second's S, its P V the second's softmax);
+// the row sums l come from the tensor cores (LS). Several blocks may share a row block's tiles (p.n_split: partials
+// merged by ggml_cuda_fattn_combine).
 #include "fattn-mma-frag.cuh"
 #include "fattn-mma.cuh"
 #include "fattn-range.cuh"
