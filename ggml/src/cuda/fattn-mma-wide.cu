@@ -18,14 +18,16 @@
 #include <cstdlib>
 
 #define FW_BN 64      // keys per tile
+#define FW_W 4        // warps per block
+#define FW_BM 128     // query rows per block: FW_W x 32
 #define FW_SPLIT 2048 // the fewest keys per KV split
 
-// block: W warps x 32 query rows (rows = token * r + head of the kv head's group, as k_fattn_mma); grid: (row
-// blocks, kv heads). Shared memory: Q [32 W][LD], K and V [2][FW_BN][LD] each (f16).
-template <int D, int W, int SB, bool LS>
-static __global__ void __launch_bounds__(W * 32) k_fattn_mma_wide(const fattn_mma_params p) {
+// block: FW_W warps x 32 query rows (rows = token * r + head of the kv head's group, as k_fattn_mma); grid: (row
+// blocks, kv heads, splits). Shared memory: Q [FW_BM][LD], K and V [2][FW_BN][LD] each (f16).
+template <int D, int SB, bool LS>
+static __global__ void __launch_bounds__(FW_W * 32) k_fattn_mma_wide(const fattn_mma_params p) {
     constexpr int LD = D + 8; // shared row stride in halves: 16-byte aligned rows, ldmatrix without bank conflicts
-    constexpr int KT = D / 16, NT = D / 8, BM = 32 * W;
+    constexpr int KT = D / 16, NT = D / 8, BM = FW_BM;
     constexpr float LOG2E = 1.4426950408889634f; // scores are kept in log2 units: exp2 in the softmax
     extern __shared__ __align__(16) half fw_smem[];
     half * Qs = fw_smem;             // [BM][LD]
@@ -294,16 +296,16 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_wide(const fattn_mm
 // tiles are split so that the grid makes at most two blocks per SM (one wave) (the occupancy the registers and shared
 // memory allow for D 128); partials are merged by ggml_cuda_fattn_combine. GGML_CUDA_FATTN_WIDE_SPLIT=0: never (an
 // A/B).
-template <int D, int W, int SB, bool LS> static void launch_wide(ggml_cuda_context & ctx, const fattn_mma_params & p0) {
+template <int D, int SB, bool LS> static void launch_wide(ggml_cuda_context & ctx, const fattn_mma_params & p0) {
     static const bool no_split = [] {
         const char * e = std::getenv("GGML_CUDA_FATTN_WIDE_SPLIT");
         return e && std::atoi(e) == 0;
     }();
     fattn_mma_params p = p0;
-    const size_t smem = sizeof(half) * (32 * W + 4 * FW_BN) * (D + 8);
+    const size_t smem = sizeof(half) * (FW_BM + 4 * FW_BN) * (D + 8);
     CUDA_CHECK(
-        cudaFuncSetAttribute(k_fattn_mma_wide<D, W, SB, LS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-    const int gx = (int)cuda_ceil_div((int64_t)p.n_tokens * p.r, 32 * W), n_head_kv = p.n_head / p.r;
+        cudaFuncSetAttribute(k_fattn_mma_wide<D, SB, LS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    const int gx = (int)cuda_ceil_div((int64_t)p.n_tokens * p.r, FW_BM), n_head_kv = p.n_head / p.r;
     const int64_t blocks = (int64_t)gx * n_head_kv;
     p.n_split = 1;
     if (!no_split && blocks < 2 * ctx.n_sm)
@@ -314,7 +316,7 @@ template <int D, int W, int SB, bool LS> static void launch_wide(ggml_cuda_conte
         p.part = (float *)ctx.pool.alloc(sizeof(float) * p.n_split * nq_all * D);
         p.ml = (float2 *)ctx.pool.alloc(sizeof(float2) * p.n_split * nq_all);
     }
-    k_fattn_mma_wide<D, W, SB, LS><<<dim3(gx, n_head_kv, p.n_split), W * 32, smem, ctx.stream>>>(p);
+    k_fattn_mma_wide<D, SB, LS><<<dim3(gx, n_head_kv, p.n_split), FW_W * 32, smem, ctx.stream>>>(p);
     CUDA_CHECK_LAUNCH();
     if (p.n_split > 1) {
         fa_params c = {};
@@ -337,7 +339,7 @@ bool ggml_cuda_fattn_mma_wide_wanted(const fattn_mma_params & p, int n_sm) {
         const char * e = std::getenv("GGML_CUDA_FATTN_WIDE");
         return e && std::atoi(e) == 0;
     }();
-    const int64_t blocks = cuda_ceil_div((int64_t)p.n_tokens * p.r, 128) * (p.n_head / p.r);
+    const int64_t blocks = cuda_ceil_div((int64_t)p.n_tokens * p.r, FW_BM) * (p.n_head / p.r);
     return !off && (p.n_kv >= FW_SPLIT || blocks >= 2 * n_sm);
 }
 
@@ -348,9 +350,9 @@ template <int D> static void launch_wide_variant(ggml_cuda_context & ctx, const 
         const char * ls = std::getenv("GGML_CUDA_FATTN_WIDE_LSUM");
         return sb && std::atoi(sb) == 64 ? 2 : ls && std::atoi(ls) == 0 ? 1 : 0;
     }();
-    if (v == 0) launch_wide<D, 4, 32, true>(ctx, p);
-    if (v == 1) launch_wide<D, 4, 32, false>(ctx, p);
-    if (v == 2) launch_wide<D, 4, 64, false>(ctx, p);
+    if (v == 0) launch_wide<D, 32, true>(ctx, p);
+    if (v == 1) launch_wide<D, 32, false>(ctx, p);
+    if (v == 2) launch_wide<D, 64, false>(ctx, p);
 }
 
 void ggml_cuda_fattn_mma_wide(ggml_cuda_context & ctx, const fattn_mma_params & p) {
