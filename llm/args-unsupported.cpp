@@ -38,7 +38,7 @@ bool llm_cli_is_unsupported(const std::string & flag) {
         "--pooling", "--attention", "--embedding", "--embeddings", "--reranking", "--rerank",
         // devices, offload, tensor placement
         "-dev", "--device", "-sm", "--split-mode", "-ts", "--tensor-split", "-ot", "--override-tensor", "-cmoe",
-        "--cpu-moe", "-ncmoe", "--n-cpu-moe", "--repack", "-nr", "--no-repack", "--no-host", "--op-offload",
+        "--cpu-moe", "-ncmoe", "--n-cpu-moe", "--no-host", "--op-offload",
         "--no-op-offload", "-fit", "--fit", "-fitt", "--fit-target", "-fitc", "--fit-ctx", "--rpc",
         // model sources and edits
         "-mu", "--model-url", "-dr", "--docker-repo", "-hf", "-hfr", "--hf-repo", "-hff", "--hf-file", "-hfd",

@@ -29,6 +29,7 @@ struct llm_cli_params {
     int  n_keep = 0;              // --keep (-1: the whole prompt)
     int  n_parallel = 1;          // -np: sequences decoded at once (the server's slots; main decodes one)
     bool use_mmap = true;         // --mmap / --no-mmap
+    bool use_repack = true;       // --repack / --no-repack, -nr (llm_model_params::use_repack)
     bool use_mlock = false;       // --mlock (best effort: a warning if the system refuses)
     bool context_shift = false;   // --context-shift / --no-context-shift
     bool warmup = true;           // --warmup / --no-warmup: one decode before the prompt, then the cache is cleared

@@ -43,6 +43,8 @@ struct llm_model {
     ggml_backend_buffer_t buf_mmap = nullptr;  // CPU weights, zero copy over the GGUF data section
     ggml_backend_buffer_t buf_dev = nullptr;   // GPU weights
     ggml_backend_buffer_t buf_host = nullptr;  // CPU weights copied (use_mmap = false)
+    ggml_context * ctx_repack = nullptr;         // CPU mat-mul weights stored for the decode (cpu/repack.h)
+    ggml_backend_buffer_t buf_repack = nullptr;  // their CPU_REPACK buffer
 
     ggml_tensor * tok_embd = nullptr;     // [n_embd, n_vocab] (always on the CPU)
     ggml_tensor * output_norm = nullptr;  // f32 [n_embd]

@@ -221,8 +221,10 @@ void llm_model_free(llm_model * m) {
     if (m->buf_dev) ggml_backend_buffer_free(m->buf_dev);
     if (m->buf_host) ggml_backend_buffer_free(m->buf_host);
     if (m->buf_mmap) ggml_backend_buffer_free(m->buf_mmap);
+    if (m->buf_repack) ggml_backend_buffer_free(m->buf_repack);
     ggml_free(m->ctx_dev);
     ggml_free(m->ctx_host);
+    ggml_free(m->ctx_repack);
     ggml_free(m->ctx_meta);
     gguf_free(m->gguf);
     delete m;
@@ -288,15 +290,23 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
     if (!params.use_mmap) ctx_host = ggml_init({n_dev_tensors * ggml_tensor_overhead(), nullptr, true});
     m.ctx_host = ctx_host;  // owned by the model from here on
 
-    std::vector<copy_job> jobs_dev, jobs_host;
+    std::vector<copy_job> jobs_dev, jobs_host, jobs_repack;
     std::vector<ggml_tensor *> mmap_tensors;
     std::map<std::pair<ggml_tensor *, bool>, ggml_tensor *> placed;  // (meta, gpu) -> final tensor
-    auto place = [&](ggml_tensor * t, bool gpu, const char * name = nullptr) -> ggml_tensor * {
+    // mm: t is only ever a mat-mul weight, so a CPU copy may be repacked (the token embedding, read by get_rows, is
+    // not; a tied output is that same tensor)
+    auto place = [&](ggml_tensor * t, bool gpu, const char * name = nullptr, bool mm = false) -> ggml_tensor * {
         if (!t) return nullptr;
         auto it = placed.find({t, gpu});
         if (it != placed.end()) return it->second;
         ggml_tensor * out = t;
-        if (gpu || ctx_host) {
+        const bool repack = !gpu && mm && params.use_repack && ggml_backend_cpu_repack_wanted(t->type);
+        if (repack) {
+            if (!m.ctx_repack) m.ctx_repack = ggml_init({n_dev_tensors * ggml_tensor_overhead(), nullptr, true});
+            out = ggml_dup_tensor(m.ctx_repack, t);
+            ggml_set_name(out, name ? name : t->name);
+            jobs_repack.push_back({t, out});
+        } else if (gpu || ctx_host) {
             ggml_context * c = gpu ? m.ctx_dev : ctx_host;
             out = ggml_dup_tensor(c, t);
             ggml_set_name(out, name ? name : t->name);
@@ -313,9 +323,11 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
         const bool g = il < n_gpu;
         L.on_gpu = g;
         L.buft = g ? buft_gpu : buft_cpu;
-        for (ggml_tensor ** w : {&L.attn_norm, &L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_norm, &L.ffn_gate, &L.ffn_up,
-                                 &L.ffn_down, &L.rope_freqs}) {
+        for (ggml_tensor ** w : {&L.attn_norm, &L.ffn_norm, &L.rope_freqs}) {
             *w = place(*w, g);
+        }
+        for (ggml_tensor ** w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) {
+            *w = place(*w, g, nullptr, true);
         }
     }
     m.output_norm = place(m.output_norm, m.output_on_gpu);
@@ -323,13 +335,14 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
         ggml_tensor * src = ggml_get_tensor(m.ctx_meta, "token_embd.weight");
         m.output = m.output_on_gpu ? place(src, true, "output.weight") : m.tok_embd;
     } else {
-        m.output = place(m.output, m.output_on_gpu);
+        m.output = place(m.output, m.output_on_gpu, nullptr, true);
     }
 
     // ---- buffers -----------------------------------------------------------------------------------
-    size_t dev_bytes = 0, host_bytes = 0, mmap_bytes = 0;
+    size_t dev_bytes = 0, host_bytes = 0, mmap_bytes = 0, repack_bytes = 0;
     for (auto & j : jobs_dev) dev_bytes += ggml_backend_buft_get_alloc_size(buft_gpu, j.dst);
     for (auto & j : jobs_host) host_bytes += ggml_nbytes(j.dst);
+    for (auto & j : jobs_repack) repack_bytes += ggml_nbytes(j.dst);
     for (auto * t : mmap_tensors) mmap_bytes += ggml_nbytes(t);
 
     if (!jobs_dev.empty()) {
@@ -371,6 +384,15 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
         ggml_backend_buffer_set_usage(m.buf_host, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
         m.buffer_sizes.push_back({"CPU", host_bytes});
     }
+    if (m.ctx_repack) {
+        ggml_backend_buffer_type_t buft = ggml_backend_cpu_repack_buffer_type();
+        m.buf_repack = ggml_backend_alloc_ctx_tensors_from_buft(m.ctx_repack, buft);
+        if (!m.buf_repack) {
+            return tl.fail(strfmt("out of memory: allocating %.1f MiB of repacked weights failed", mib(repack_bytes)));
+        }
+        ggml_backend_buffer_set_usage(m.buf_repack, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        m.buffer_sizes.push_back({ggml_backend_buft_name(buft), repack_bytes});
+    }
     if (!mmap_tensors.empty()) {
         const size_t data_size = gguf_get_file_size(m.gguf) - gguf_get_data_offset(m.gguf);
         m.buf_mmap = ggml_backend_cpu_buffer_from_ptr(const_cast<void *>(gguf_get_data(m.gguf)), data_size);
@@ -385,10 +407,10 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
     }
 
     // ---- upload ------------------------------------------------------------------------------------
-    const size_t total = dev_bytes + host_bytes;
+    const size_t total = dev_bytes + host_bytes + repack_bytes;
     size_t done = 0;
     bool cancelled = false;
-    for (auto * jobs : {&jobs_dev, &jobs_host}) {
+    for (auto * jobs : {&jobs_dev, &jobs_host, &jobs_repack}) {
         for (auto & j : *jobs) {
             if (cancelled) break;
             ggml_backend_tensor_set(j.dst, j.src->data, 0, ggml_nbytes(j.src));
@@ -402,7 +424,8 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
     if (params.verbose || !jobs_dev.empty()) {
         GGML_LOG_INFO("%s: %d/%d layers on %s (%.1f MiB VRAM), CPU weights %.1f MiB%s, output on %s\n", __func__,
                       n_gpu, hp.n_layer, buft_gpu ? ggml_backend_buft_name(buft_gpu) : "-", mib(dev_bytes),
-                      mib(mmap_bytes + host_bytes), ctx_host ? "" : " (mmap)", m.output_on_gpu ? "GPU" : "CPU");
+                      mib(mmap_bytes + host_bytes + repack_bytes), ctx_host ? "" : " (mmap)",
+                      m.output_on_gpu ? "GPU" : "CPU");
     }
     return true;
 }

@@ -4,6 +4,8 @@
 // unpacked) and the transposed-panel float path with their tails. GGML_NO_AMX=1 runs the batches on
 // the AVX-512 VNNI tiles instead; GGML_AMX_EMULATE=1 runs the AMX path with scalar tile math (no AMX needed).
 #include "cpu/amx.h"
+#include "cpu/repack.h"
+#include "ggml-backend.h"
 #include "ggml-impl.h"
 #include "tensor_test_util.h"
 #include "test_util.h"
@@ -461,4 +463,49 @@ TEST_CASE(
                     CHECK(dense_mul_mat_errors(t, K, M, N, nth, rng, act_ref_for(t)) == 0);
                 }
     }
+}
+
+TEST_CASE("mul_mat q4_0 weights repacked in 8-row groups (CPU_REPACK buffer): decode groups, plain tail rows, "
+          "prompt batches through unpacked row blocks, 1-3 threads") {
+    // M: one group; groups + a 5-row tail; enough rows for 64-row decode units with a tail; units halved to 8 rows
+    // for a small M on 3 threads. N = 1 takes the repacked mat-vec, N > 1 unpacks row blocks for the plain tiles.
+    std::mt19937 rng(71);
+    for (int64_t K : {int64_t(32), int64_t(256), int64_t(1024)})
+        for (int64_t M : {int64_t(8), int64_t(13), int64_t(64), int64_t(203), int64_t(520)})
+            for (int64_t N : {int64_t(1), int64_t(2), int64_t(5), int64_t(17)})
+                for (int nth = 1; nth <= 3; ++nth) {
+                    if (N > 2 && nth != 2) continue;
+                    ggml_context * ctx = new_ctx();
+                    ggml_tensor * plain = ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_0, K, M);
+                    ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, N);
+                    fill(plain, rng);
+                    fill(b, rng);
+                    ggml_context * wctx = ggml_init({ggml_tensor_overhead() * 2, nullptr, true});
+                    ggml_tensor * a = ggml_dup_tensor(wctx, plain);
+                    ggml_backend_buffer_t buf =
+                        ggml_backend_alloc_ctx_tensors_from_buft(wctx, ggml_backend_cpu_repack_buffer_type());
+                    REQUIRE(buf);
+                    ggml_backend_tensor_set(a, plain->data, 0, ggml_nbytes(plain));
+                    REQUIRE(ggml_cpu_is_repacked(a));
+                    ggml_tensor * o_rep = ggml_mul_mat(ctx, a, b);
+                    ggml_tensor * o_plain = ggml_mul_mat(ctx, plain, b);
+                    poison(o_rep);
+                    poison(o_plain);
+                    compute(ctx, o_rep, nth);
+                    compute(ctx, o_plain, nth);
+                    CAPTURE(K);
+                    CAPTURE(M);
+                    CAPTURE(N);
+                    CAPTURE(nth);
+                    CHECK(check_mul_mat(o_rep, plain, b, act_ref::q8_1, 1e-5) == 0);
+                    int differ = 0; // same integer block dots, same per-block float steps as the plain tiles
+                    for (int64_t i = 0; i < M * N; ++i) {
+                        const float x = ((const float *)o_rep->data)[i], y = ((const float *)o_plain->data)[i];
+                        if (!(std::fabs(x - y) <= 1e-6f * (1.0f + std::fabs(y)))) ++differ;
+                    }
+                    CHECK(differ == 0);
+                    ggml_backend_buffer_free(buf);
+                    ggml_free(wctx);
+                    ggml_free(ctx);
+                }
 }

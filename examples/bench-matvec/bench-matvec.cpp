@@ -2,13 +2,15 @@
 // bandwidth, and prompt-style mat-mat GFLOP/s. Prints markdown tables.
 //
 //   bench-matvec [--runs N] [--total-mb MB] [--threads 1,2] [--types q8_0,q4_0,q4_K,...]
-//                [--shapes 4096x4096,11008x4096 | tinyllama] [--matmat-n 64] [--no-bw]
+//                [--shapes 4096x4096,11008x4096 | tinyllama] [--matmat-n 64] [--no-bw] [--repack off|on|both]
 //
 // --types: f32, f16 and every quantized weight type (q4_0, q4_1, q5_0, q5_1, q8_0, q2_K .. q6_K);
 // the weights are random normal floats quantized with the type's reference from_float_ref (a type
 // whose traits are not implemented yet is reported and skipped). --shapes: M x K of the weight
 // matrix ([K, M] in ggml order); "tinyllama" = TinyLlama-1.1B's 2048x2048, 5632x2048, 2048x5632.
 // --matmat-n: N of the mat-mat run (M x K = the first shape; 0 skips it).
+// --repack: the mat-vec weights in a CPU_REPACK buffer (cpu/repack.h: q4_0 in 8-row groups; other types stay
+// plain there); "both": each row plain, then repacked (weights column "q4_0/r8"), alternating.
 //
 // Weights are read once per token in decode, so mat-vec is memory bound: the figure of merit is
 // GB/s of weight bytes read. Several weight copies are rotated through (total >= --total-mb,
@@ -19,6 +21,7 @@
 // prefetch, as a 4-row tile reads), on the same thread counts. The "read BW" column of the mat-vec
 // table is the 4-stream read measured in alternation with that row's runs (median): the shared
 // machine's bandwidth drifts.
+#include "ggml-backend.h"
 #include "ggml.h"
 #include "membw.h"
 
@@ -98,11 +101,13 @@ std::vector<float> round_activations(ggml_type type, const std::vector<float> & 
 }
 
 // y = W x for `copies` copies of W [K, M] (ggml: a [K, M], b [K, 1]).
-mv_result bench_matvec(ggml_type type, int64_t M, int64_t K, int copies, int nth, int runs, const membw_probe * probe) {
+mv_result bench_matvec(ggml_type type, int64_t M, int64_t K, int copies, int nth, int runs, const membw_probe * probe,
+                       bool repack) {
     const size_t wbytes = ggml_row_size(type, K) * M;
     ggml_context * ctx =
         ggml_init({ggml_tensor_overhead() * (3 * copies + 8) + ggml_graph_overhead_custom(4 * copies + 16) + (1 << 20),
                    nullptr, true});
+    ggml_context * wctx = ggml_init({ggml_tensor_overhead() * (copies + 1), nullptr, true}); // repack: the weights
     std::vector<void *> bufs;
     auto alloc = [&](ggml_tensor * t) {
         void * p = std::aligned_alloc(64, (ggml_nbytes(t) + 63) / 64 * 64);
@@ -123,11 +128,24 @@ mv_result bench_matvec(ggml_type type, int64_t M, int64_t K, int copies, int nth
     std::memcpy(x->data, xf.data(), K * sizeof(float));
     ggml_cgraph * gf = ggml_new_graph_custom(ctx, 4 * copies + 16);
     std::vector<ggml_tensor *> outs;
+    std::vector<ggml_tensor *> ws;
     for (int c = 0; c < copies; ++c) {
-        ggml_tensor * w = ggml_new_tensor_2d(ctx, type, K, M);
-        alloc(w);
+        ggml_tensor * w = ggml_new_tensor_2d(repack ? wctx : ctx, type, K, M);
         GGML_ASSERT(ggml_nbytes(w) == wbytes);
-        std::memcpy(w->data, wq.data(), wbytes);
+        if (!repack) {
+            alloc(w);
+            std::memcpy(w->data, wq.data(), wbytes);
+        }
+        ws.push_back(w);
+    }
+    ggml_backend_buffer_t wbuf = nullptr;
+    if (repack) {
+        wbuf = ggml_backend_alloc_ctx_tensors_from_buft(wctx, ggml_backend_cpu_repack_buffer_type());
+        GGML_ASSERT(wbuf);
+        for (ggml_tensor * w : ws)
+            ggml_backend_tensor_set(w, wq.data(), 0, wbytes);
+    }
+    for (ggml_tensor * w : ws) {
         ggml_tensor * y = ggml_mul_mat(ctx, w, x);
         alloc(y);
         outs.push_back(y);
@@ -159,6 +177,8 @@ mv_result bench_matvec(ggml_type type, int64_t M, int64_t K, int copies, int nth
     const double tm = median(t);
     for (void * p : bufs)
         std::free(p);
+    if (wbuf) ggml_backend_buffer_free(wbuf);
+    ggml_free(wctx);
     ggml_free(ctx);
     return {tm / copies * 1e3, (double)wbytes * copies / tm / 1e9, max_rel, bw.empty() ? 0.0 : median(bw)};
 }
@@ -218,13 +238,14 @@ int main(int argc, char ** argv) {
     long total_mb = -1;
     int64_t matmat_n = 64;
     bool do_bw = true;
+    std::vector<bool> repack_modes = {false};
     std::vector<int> threads = {1, 2};
     std::vector<ggml_type> types = {GGML_TYPE_Q8_0, GGML_TYPE_F16};
     std::vector<std::array<int64_t, 2>> shapes = {{4096, 4096}, {11008, 4096}}; // M x K
     auto usage = [&]() {
         fprintf(stderr,
                 "usage: %s [--runs N] [--total-mb MB] [--threads 1,2] [--types q8_0,q4_0,...]\n"
-                "          [--shapes MxK,... | tinyllama] [--matmat-n N (0: skip)] [--no-bw]\n",
+                "          [--shapes MxK,... | tinyllama] [--matmat-n N (0: skip)] [--no-bw] [--repack off|on|both]\n",
                 argv[0]);
         return 1;
     };
@@ -268,6 +289,12 @@ int main(int argc, char ** argv) {
             matmat_n = std::max(0, std::atoi(argv[++i]));
         } else if (a == "--no-bw") {
             do_bw = false;
+        } else if (a == "--repack" && has_val) {
+            const std::string v = argv[++i];
+            if (v != "off" && v != "on" && v != "both") return usage();
+            repack_modes = v == "off"  ? std::vector<bool>{false}
+                           : v == "on" ? std::vector<bool>{true}
+                                       : std::vector<bool>{false, true};
         } else {
             return usage();
         }
@@ -316,13 +343,15 @@ int main(int argc, char ** argv) {
             }
             const size_t wbytes = ggml_row_size(type, s[1]) * s[0];
             const int copies = (int)std::max<int64_t>(2, (int64_t)((total_mb << 20) + wbytes - 1) / (int64_t)wbytes);
-            for (int nth : threads) {
-                const mv_result r = bench_matvec(type, s[0], s[1], copies, nth, runs, probe.get());
-                const double pct = r.read_gbs > 0 ? 100.0 * r.gbs / r.read_gbs : 0.0;
-                printf("| %s | %lld x %lld | %d | %d | %.3f | %.1f | %.1f | %.0f%% | %.1e |\n", ggml_type_name(type),
-                       (long long)s[0], (long long)s[1], nth, copies, r.ms, r.gbs, r.read_gbs, pct, r.max_rel_err);
-                fflush(stdout);
-            }
+            for (int nth : threads)
+                for (const bool rp : repack_modes) {
+                    const mv_result r = bench_matvec(type, s[0], s[1], copies, nth, runs, probe.get(), rp);
+                    const double pct = r.read_gbs > 0 ? 100.0 * r.gbs / r.read_gbs : 0.0;
+                    printf("| %s%s | %lld x %lld | %d | %d | %.3f | %.1f | %.1f | %.0f%% | %.1e |\n",
+                           ggml_type_name(type), rp ? "/r8" : "", (long long)s[0], (long long)s[1], nth, copies, r.ms,
+                           r.gbs, r.read_gbs, pct, r.max_rel_err);
+                    fflush(stdout);
+                }
         }
     }
 

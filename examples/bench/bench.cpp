@@ -1,7 +1,7 @@
 // bench - prompt processing and generation speed, like llama.cpp's llama-bench.
 //
 //   bench -m model.gguf [-m model2.gguf] [-p 512] [-n 128] [-d 0,4096] [-ngl 99] [-t 2] [-b 512] [-r 3]
-//         [-fa 0|1] [-ctk T] [-ctv T] [-mmp 0|1] [-o md|json] [--no-roofline] [--probe-mib N] [--profile]
+//         [-fa 0|1] [-ctk T] [-ctv T] [-mmp 0|1] [-nr 0|1] [-o md|json] [--no-roofline] [--probe-mib N] [--profile]
 //
 // Tests per model and depth d: pp<p> (p random tokens in one decode, timed), tg<n> (n tokens decoded one at
 // a time, timed); at depth d the cache is first filled with d tokens (untimed). Each test runs r times after
@@ -54,6 +54,7 @@ struct bench_params {
     int  reps = 3;
     bool flash_attn = false;
     bool use_mmap = true;
+    bool use_repack = true;  // -nr 0|1
     ggml_type type_k = GGML_TYPE_F16, type_v = GGML_TYPE_F16;  // -ctk, -ctv
     bool roofline = true;
     int  probe_mib = 0;  // 0: membw_probe_bytes()
@@ -73,6 +74,7 @@ void usage(const char * prog) {
            "  -fa 0|1       flash attention (default 0)\n"
            "  -ctk T, -ctv T  KV cache type of K / V: f16 (default), f32, q8_0, q4_0 (a quantized V needs -fa 1)\n"
            "  -mmp 0|1      use the weights in place from the file mapping (default 1)\n"
+           "  -nr 0|1       1: no repacked CPU weights (q4_0 in 8-row groups on AVX2; default 0)\n"
            "  -o md|json    output format (default md)\n"
            "  --no-roofline skip the bandwidth measurements (the roofline columns print -)\n"
            "  --probe-mib N CPU read-bandwidth probe buffer in MiB (default: 3x the L3, 256 to 1024)\n"
@@ -131,7 +133,7 @@ bool parse_args(int argc, char ** argv, bench_params & p, std::string & err) {
             }
             continue;
         }
-        static const char * known[] = {"-m", "-p", "-n", "-d", "-ngl", "-t", "-b", "-r", "-fa", "-mmp", "-o",
+        static const char * known[] = {"-m", "-p", "-n", "-d", "-ngl", "-t", "-b", "-r", "-fa", "-mmp", "-nr", "-o",
                                        "--probe-mib"};
         if (std::find(std::begin(known), std::end(known), a) == std::end(known)) {
             err = "unknown argument " + a;
@@ -160,6 +162,10 @@ bool parse_args(int argc, char ** argv, bench_params & p, std::string & err) {
             int f;
             ok = parse_int(v, f) && f <= 1;
             p.use_mmap = f == 1;
+        } else if (a == "-nr") {
+            int f;
+            ok = parse_int(v, f) && f <= 1;
+            p.use_repack = f == 0;
         } else if (a == "-o") {
             ok = v == "md" || v == "json";
             p.output = v;
@@ -431,6 +437,7 @@ int main(int argc, char ** argv) {
         llm_model_params mp;
         mp.n_gpu_layers = bp.n_gpu_layers;
         mp.use_mmap = bp.use_mmap;
+        mp.use_repack = bp.use_repack;
         llm_model * model = llm_model_load(path.c_str(), mp, &err);
         if (!model) {
             fprintf(stderr, "error: %s\n", err.c_str());

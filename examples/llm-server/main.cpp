@@ -39,6 +39,7 @@ std::string srv_params_usage(const char * prog) {
                              when the built-in templates do not recognise it)
   -t,   --threads N          CPU threads (default: all)
   -ngl, --n-gpu-layers N     layers on the GPU
+  -nr,  --no-repack          CPU weights as stored in the file (default: q4_0 repacked in 8-row groups on AVX2)
   -fa,  --flash-attn [on|off|auto]  fused attention (default auto: on where the backend has the kernel)
   -ctk, --cache-type-k TYPE  K cache type: )";
     u += llm_kv_type_names();
@@ -133,6 +134,8 @@ bool srv_params_parse(int argc, const char * const * argv, srv_params & p, std::
             if (!(v = need(i)) || !to_int("-t", v, 0, 1024, &p.n_threads)) return false;
         } else if (a == "-ngl" || a == "--n-gpu-layers" || a == "--gpu-layers") {
             if (!(v = need(i)) || !to_int("-ngl", v, 0, 1 << 20, &p.n_gpu_layers)) return false;
+        } else if (a == "--no-repack" || a == "-nr" || a == "--repack") {
+            p.use_repack = a == "--repack";
         } else if (a == "--threads-http") {
             if (!(v = need(i)) || !to_int("--threads-http", v, 1, 4096, &p.n_http_threads)) return false;
         } else if (a == "--max-body") {
@@ -179,6 +182,7 @@ int main(int argc, char ** argv) {
 
     llm_model_params mp;
     mp.n_gpu_layers = params.n_gpu_layers;
+    mp.use_repack = params.use_repack;
     mp.n_ctx_hint = params.n_ctx;  // a -c too large for the GPU fails before the weights upload
     mp.type_k_hint = params.type_k;
     mp.type_v_hint = params.type_v;

@@ -432,6 +432,7 @@ int main(int argc, char ** argv) {
     mp.n_gpu_layers = params.n_gpu_layers;
     mp.main_gpu = params.main_gpu;
     mp.use_mmap = params.use_mmap;
+    mp.use_repack = params.use_repack;
     mp.verbose = params.verbose;
     if (params.n_ctx_set) {  // a -c too large for the GPU fails before the weights upload
         mp.n_ctx_hint = params.n_ctx;

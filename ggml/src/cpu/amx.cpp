@@ -21,6 +21,7 @@
 #include "cpu/amx-quants.h"
 #include "cpu/mul_mat.h"
 #include "cpu/quants.h"
+#include "cpu/repack.h"
 #include "ggml-impl.h"
 
 #include <algorithm>
@@ -116,7 +117,7 @@ bool ggml_cpu_amx_use(const ggml_tensor * dst) {
     const ggml_tensor * a = dst->src[0];
     const ggml_tensor * b = dst->src[1];
     const ggml_amx_quant * qt = ggml_amx_get_quant(a->type);
-    if (!qt || b->ne[1] < k_min_cols) return false;
+    if (!qt || b->ne[1] < k_min_cols || ggml_cpu_is_repacked(a)) return false;
     if (b->type != GGML_TYPE_F32 && b->type != GGML_TYPE_F16) return false;
     if (a->nb[1] > (size_t)1 << 30) return false; // tile strides are fine, keep the panel copy sane
     return ggml_cpu_amx_int8_available();

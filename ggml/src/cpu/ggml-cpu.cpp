@@ -247,7 +247,8 @@ static ggml_status cpu_graph_compute(ggml_cpu_threadpool & tp, ggml_cpu_work_buf
         for (int j = -1; j < GGML_MAX_SRC; ++j) {
             const ggml_tensor * s = j < 0 ? t : t->src[j];
             if (!s) continue;
-            if (!s->data || (s->buffer && !ggml_backend_buffer_is_host(s->buffer))) {
+            if (!s->data || (s->buffer && !ggml_backend_buffer_is_host(s->buffer) &&
+                             s->buffer->buft != ggml_backend_cpu_repack_buffer_type())) {
                 GGML_LOG_ERROR("%s: node %d '%s' (%s): tensor '%s' has no host memory\n", __func__, i, t->name,
                                ggml_op_name(t->op), s->name);
                 return GGML_STATUS_FAILED;
@@ -450,7 +451,7 @@ static ggml_status cpu_backend_graph_compute_profile(ggml_backend_t backend, ggm
 }
 static bool cpu_backend_supports_op(ggml_backend_t, const ggml_tensor * op) { return ggml_cpu_supports_op(op); }
 static bool cpu_backend_supports_buft(ggml_backend_t, ggml_backend_buffer_type_t buft) {
-    return ggml_backend_buft_is_host(buft);
+    return ggml_backend_buft_is_host(buft) || buft == ggml_backend_cpu_repack_buffer_type();
 }
 
 ggml_backend_t ggml_backend_cpu_init() {

@@ -11,13 +11,15 @@
 // unit). Barrier. Phase 2: work units of (batch, column chunk, row block) are split across threads; each is computed in
 // register tiles of up to 4 rows x 4 columns, so a weight row is loaded once for 4 activation columns (a single
 // column takes the type's 8-row decode tile where it has one, cpu/quants.h). Quant weights with N >= 2 go to AMX int8
-// tiles instead when the CPU has them (cpu/amx.cpp).
+// tiles instead when the CPU has them (cpu/amx.cpp). A weight repacked in 8-row groups (cpu/repack.h): N = 1 by the
+// group mat-vec (cpu/gemv_q4_0x8.cpp), N > 1 by the plain tiles over each unit's rows unpacked into scratch.
 #include "cpu/mul_mat.h"
 
 #include "cpu/amx.h"
 #include "cpu/gemm_t16.h"
 #include "cpu/ops.h"
 #include "cpu/quants.h"
+#include "cpu/repack.h"
 #include "cpu/vec_dot.h"
 #include "ggml-impl.h"
 
@@ -157,8 +159,16 @@ void ggml_cpu_op_mul_mat(const ggml_cpu_params & p, ggml_tensor * dst) {
     int64_t CB = 64; // columns per chunk: 64 q8_1 rows of K=4096 ~ 290 KiB (L2)
     if (t16) CB = K >= 1024 ? N : std::min(N, std::max<int64_t>(64, (512 << 10) / (K * (int64_t)sizeof(float))));
     const int64_t ncb = (N + CB - 1) / CB;
-    int64_t RB = 16;
-    if (!t16 && B2 * B3 * ncb * ((M + RB - 1) / RB) < 4 * p.nth) RB = TR; // small problems: finer split
+    // a repacked a (cpu/repack.h): row blocks of whole 8-row groups; the decode mat-vec takes up to 8 groups per
+    // call (it sums each activation block once per call)
+    const bool rp = ggml_cpu_is_repacked(a);
+    int64_t RB = rp && N == 1 ? 64 : 16;
+    if (rp) {
+        while (RB > 8 && B2 * B3 * ncb * ((M + RB - 1) / RB) < 4 * p.nth)
+            RB /= 2;
+    } else if (!t16 && B2 * B3 * ncb * ((M + RB - 1) / RB) < 4 * p.nth) {
+        RB = TR; // small problems: finer split
+    }
     ggml_tile_dot_t tiles[TR][TC];
     for (int r = 0; r < TR; ++r)
         for (int c = 0; c < TC; ++c)
@@ -169,6 +179,8 @@ void ggml_cpu_op_mul_mat(const ggml_cpu_params & p, ggml_tensor * dst) {
     const int64_t nrb = (M + RB - 1) / RB;
     const int64_t n_units = B2 * B3 * ncb * nrb;
     thread_local std::vector<float> panel_mem; // [16, K] transposed rows, 64-byte aligned
+    thread_local std::vector<char> plain_rows; // [K, RB] a repacked a's row block in the plain layout (N > 1)
+    if (rp && N > 1) plain_rows.resize(RB * a->nb[1]);
     float * panel = nullptr;
     if (t16) {
         panel_mem.resize((size_t)16 * K + 16);
@@ -198,16 +210,28 @@ void ggml_cpu_op_mul_mat(const ggml_cpu_params & p, ggml_tensor * dst) {
                                   (float *)(db + ir0 * dst->nb[0] + ic0 * dst->nb[1]), dst->nb[1]);
                 continue;
             }
+            // xr: row ir0 of the plain layout (a itself, or a repacked a's rows unpacked)
+            const char * xr = xb + ir0 * a->nb[1];
+            int64_t ir_first = ir0; // rows before this are done
+            if (rp && N == 1) {     // whole groups by the repacked mat-vec, the plain tail rows below
+                const int64_t ge = std::min(ir1, M / 8 * 8);
+                if (ge > ir0)
+                    ggml_cpu_gemv_q4_0x8(K, xr, (ge - ir0) / 8, yb, (float *)(db + ir0 * dst->nb[0]), dst->nb[0]);
+                ir_first = std::max(ir0, ge);
+            } else if (rp) {
+                ggml_cpu_repack_unpack_rows(a, ir0, ir1, plain_rows.data());
+                xr = plain_rows.data();
+            }
             for (int64_t ic = ic0; ic < ic1; ic += TC) {
                 const int64_t nc = std::min(TC, ic1 - ic);
-                int64_t ir = ir0;
+                int64_t ir = ir_first;
                 if (nc == 1 && tile_decode)
                     for (; ir + DR <= ir1; ir += DR)
-                        tile_decode(K, xb + ir * a->nb[1], a->nb[1], yb + ic * ys1, ys1,
+                        tile_decode(K, xr + (ir - ir0) * a->nb[1], a->nb[1], yb + ic * ys1, ys1,
                                     (float *)(db + ir * dst->nb[0] + ic * dst->nb[1]), dst->nb[0], dst->nb[1]);
                 for (; ir < ir1; ir += TR) {
                     const int64_t nr = std::min(TR, ir1 - ir);
-                    tiles[nr - 1][nc - 1](K, xb + ir * a->nb[1], a->nb[1], yb + ic * ys1, ys1,
+                    tiles[nr - 1][nc - 1](K, xr + (ir - ir0) * a->nb[1], a->nb[1], yb + ic * ys1, ys1,
                                           (float *)(db + ir * dst->nb[0] + ic * dst->nb[1]), dst->nb[0], dst->nb[1]);
                 }
             }

@@ -1,6 +1,7 @@
 // cpu/ops.cpp - the CPU op table: which nodes the CPU can run (op + types) and the dispatch
 // from dst->op to the ggml_cpu_op_* kernels. View ops and NONE compute nothing.
 #include "common.h"
+#include "cpu/repack.h"
 
 static bool is_f32(const ggml_tensor * t) { return t->type == GGML_TYPE_F32; }
 static bool is_f32_f16(const ggml_tensor * t) { return ggml_cpu_is_float(t->type); }
@@ -16,6 +17,11 @@ static bool rows_of_blocks(const ggml_tensor * t) {
 }
 
 bool ggml_cpu_supports_op(const ggml_tensor * dst) {
+    // weights in the repacked layout (cpu/repack.h): mul_mat's src0 only, not through a view
+    for (int j = 0; j < GGML_MAX_SRC; ++j) {
+        const ggml_tensor * s = dst->src[j];
+        if (s && ggml_cpu_reads_repacked(s) && !(dst->op == GGML_OP_MUL_MAT && j == 0 && !s->view_src)) return false;
+    }
     const ggml_tensor * s0 = dst->src[0];
     const ggml_tensor * s1 = dst->src[1];
     const ggml_tensor * s2 = dst->src[2];

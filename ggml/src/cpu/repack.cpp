@@ -1,0 +1,151 @@
+// cpu/repack.cpp - the CPU_REPACK buffer type: host memory whose q4_0 matrices are stored in 8-row groups
+// (layout: cpu/repack.h). The buffer is a CPU buffer with its own set/get: tensors are converted on the way
+// in and out, so the loader writes GGUF bytes and ggml_backend_tensor_get reads them back.
+#include "cpu/repack.h"
+
+#include "ggml-backend.h"
+#include "ggml-impl.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+const char * repack_buft_get_name(ggml_backend_buffer_type_t) { return "CPU_REPACK"; }
+bool repack_buft_is_host(ggml_backend_buffer_type_t) { return false; } // t->data is not in the plain layout
+
+// group g's plain rows (src, row stride rs) -> its K / 32 group blocks at dst
+void pack_group(const char * src, size_t rs, int64_t nblk, block_q4_0x8 * dst) {
+    for (int64_t j = 0; j < nblk; ++j) {
+        block_q4_0x8 & o = dst[j];
+        for (int r = 0; r < 8; ++r) {
+            const block_q4_0 & b = ((const block_q4_0 *)(src + r * rs))[j];
+            o.d[r] = b.d;
+            for (int k = 0; k < 4; ++k)
+                std::memcpy(o.qs + 32 * k + 4 * r, b.qs + 4 * k, 4);
+        }
+    }
+}
+
+// the first nrows (<= 8) plain rows of group blocks src -> dst (row stride rs)
+void unpack_group(const block_q4_0x8 * src, int64_t nblk, int nrows, char * dst, size_t rs) {
+    for (int r = 0; r < nrows; ++r) {
+        block_q4_0 * row = (block_q4_0 *)(dst + r * rs);
+        for (int64_t j = 0; j < nblk; ++j) {
+            row[j].d = src[j].d[r];
+            for (int k = 0; k < 4; ++k)
+                std::memcpy(row[j].qs + 4 * k, src[j].qs + 32 * k + 4 * r, 4);
+        }
+    }
+}
+
+// whole tensor: plain bytes -> t->data (groups, then the plain tail rows)
+void pack_tensor(const ggml_tensor * t, const char * plain) {
+    const size_t rs = t->nb[1];
+    const int64_t nblk = t->ne[0] / QK4_0, M = t->ne[1], G = M / 8;
+    for (int64_t g = 0; g < G; ++g)
+        pack_group(plain + g * 8 * rs, rs, nblk, (block_q4_0x8 *)((char *)t->data + g * 8 * rs));
+    std::memcpy((char *)t->data + G * 8 * rs, plain + G * 8 * rs, (M - G * 8) * rs);
+}
+
+void repack_set_tensor(ggml_backend_buffer_t, ggml_tensor * t, const void * data, size_t offset, size_t size) {
+    if (!ggml_cpu_is_repacked(t)) {
+        std::memcpy((char *)t->data + offset, data, size);
+        return;
+    }
+    const size_t n = ggml_nbytes(t);
+    if (offset == 0 && size == n) {
+        pack_tensor(t, (const char *)data);
+        return;
+    }
+    std::vector<char> plain(n); // a partial write: through the plain bytes
+    ggml_cpu_repack_unpack_rows(t, 0, t->ne[1], plain.data());
+    std::memcpy(plain.data() + offset, data, size);
+    pack_tensor(t, plain.data());
+}
+
+void repack_get_tensor(ggml_backend_buffer_t, const ggml_tensor * t, void * data, size_t offset, size_t size) {
+    if (!ggml_cpu_is_repacked(t)) {
+        std::memcpy(data, (const char *)t->data + offset, size);
+        return;
+    }
+    const size_t n = ggml_nbytes(t);
+    if (offset == 0 && size == n) {
+        ggml_cpu_repack_unpack_rows(t, 0, t->ne[1], data);
+        return;
+    }
+    std::vector<char> plain(n);
+    ggml_cpu_repack_unpack_rows(t, 0, t->ne[1], plain.data());
+    std::memcpy(data, plain.data() + offset, size);
+}
+
+ggml_backend_buffer_t repack_buft_alloc_buffer(ggml_backend_buffer_type_t buft, size_t size) {
+    // a CPU buffer (its memory, base, clear and free) with this type's conversions
+    ggml_backend_buffer_t buf = ggml_backend_buft_alloc_buffer(ggml_backend_cpu_buffer_type(), size);
+    if (!buf) return nullptr;
+    buf->buft = buft;
+    buf->iface.set_tensor = repack_set_tensor;
+    buf->iface.get_tensor = repack_get_tensor;
+    buf->iface.cpy_tensor = nullptr; // copies go through get/set
+    return buf;
+}
+
+size_t repack_buft_get_alignment(ggml_backend_buffer_type_t) {
+    return ggml_backend_buft_get_alignment(ggml_backend_cpu_buffer_type());
+}
+size_t repack_buft_get_max_size(ggml_backend_buffer_type_t) { return SIZE_MAX; }
+
+} // namespace
+
+ggml_backend_buffer_type_t ggml_backend_cpu_repack_buffer_type() {
+    static ggml_backend_buffer_type buft = {
+        {repack_buft_get_name, repack_buft_alloc_buffer, repack_buft_get_alignment, repack_buft_get_max_size, nullptr,
+         repack_buft_is_host},
+        nullptr,
+    };
+    return &buft;
+}
+
+bool ggml_backend_cpu_repack_wanted(ggml_type type) {
+    if (type != GGML_TYPE_Q4_0) return false;
+    const char * e = std::getenv("GGML_CPU_REPACK");
+    if (e && *e) return std::strcmp(e, "0") != 0;
+        // measured faster on AVX2 cores (Zen 3, docs/cpu-notes.md); AVX-512 builds keep their two-row tiles
+#if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__) && !defined(__AVX512F__)
+    return true;
+#else
+    return false;
+#endif
+}
+
+bool ggml_cpu_is_repacked(const ggml_tensor * t) {
+    return t->buffer && t->buffer->buft == ggml_backend_cpu_repack_buffer_type() && !t->view_src &&
+           t->type == GGML_TYPE_Q4_0 && t->ne[1] >= 8 && t->ne[2] == 1 && t->ne[3] == 1 &&
+           t->nb[0] == ggml_type_size(t->type) && t->nb[1] == ggml_row_size(t->type, t->ne[0]);
+}
+
+bool ggml_cpu_reads_repacked(const ggml_tensor * t) {
+    while (t->view_src)
+        t = t->view_src;
+    return ggml_cpu_is_repacked(t);
+}
+
+void ggml_cpu_repack_unpack_rows(const ggml_tensor * a, int64_t r0, int64_t r1, void * dst) {
+    GGML_ASSERT(r0 % 8 == 0 && r1 <= a->ne[1]);
+    const size_t rs = a->nb[1];
+    const int64_t nblk = a->ne[0] / QK4_0, G = a->ne[1] / 8;
+    for (int64_t r = r0; r < r1;) {
+        char * out = (char *)dst + (r - r0) * rs;
+        const char * in = (const char *)a->data + r * rs;
+        if (r / 8 < G) {
+            const int n = (int)std::min<int64_t>(8, r1 - r);
+            unpack_group((const block_q4_0x8 *)in, nblk, n, out, rs);
+            r += n;
+        } else { // the plain tail
+            std::memcpy(out, in, (r1 - r) * rs);
+            r = r1;
+        }
+    }
+}

@@ -1,0 +1,37 @@
+// cpu/repack.h - weights stored in 8-row groups for the decode mat-vec (the "CPU_REPACK" buffer type,
+// ggml_backend_cpu_repack_buffer_type in ggml-backend.h).
+//
+// q4_0 x 8: a [K, M] q4_0 matrix in a repack buffer keeps its size and row stride, but the bytes of rows
+// 8g .. 8g+7 (g < M / 8) hold, per block column j, one 144-byte group block (block_q4_0x8):
+//   d[r]              row 8g + r's scale (f16)
+//   qs[32 k + 4 r + i] row 8g + r's qs[4 k + i]      (k 0..3, r 0..7, i 0..3)
+// so one 256-bit load holds 8 weights of each of the 8 rows, one dword per row, and the 8 scales are one
+// 128-bit load: no per-row gathers or cross-row folds in the mat-vec. Rows 8 (M / 8) .. M - 1 stay plain.
+// The buffer's set_tensor / get_tensor convert, so ggml_backend_tensor_get returns the plain (GGUF) bytes.
+// Only mul_mat reads such a tensor (as src0); other ops refuse it (ggml_cpu_supports_op).
+#pragma once
+
+#include "ggml.h"
+
+#include <cstddef>
+#include <cstdint>
+
+struct block_q4_0x8 {
+    ggml_fp16_t d[8];
+    uint8_t qs[128];
+};
+static_assert(sizeof(block_q4_0x8) == 8 * sizeof(block_q4_0), "a group block is 8 plain blocks");
+
+// t's data is in the group layout: allocated in a repack buffer, of a type that has one (q4_0), 2-D, dense
+// rows, at least 8 rows.
+bool ggml_cpu_is_repacked(const ggml_tensor * t);
+// t, or the tensor it is a view of, is in the group layout.
+bool ggml_cpu_reads_repacked(const ggml_tensor * t);
+
+// Rows [r0, r1) of the repacked matrix a (r0 a multiple of 8) as plain rows at dst, row stride a->nb[1].
+void ggml_cpu_repack_unpack_rows(const ggml_tensor * a, int64_t r0, int64_t r1, void * dst);
+
+// Decode over n_groups consecutive groups of a repacked q4_0 matrix (x: the first group's first byte, groups
+// of K / 32 block_q4_0x8): s[r * bs] (bytes) = dot(row r, y) for r < 8 n_groups; y: K / 32 q8_1 blocks.
+// Exact integer block dots (the q8_1 sums are recomputed, not taken from its f16 s). AVX2 or plain C++.
+void ggml_cpu_gemv_q4_0x8(int64_t K, const void * x, int64_t n_groups, const void * y, float * s, size_t bs);
