@@ -41,6 +41,7 @@ static void drop_graph(llm_context * ctx) {
 void llm_context_free(llm_context * ctx) {
     if (!ctx) return;
     ctx->logits_pending = ctx->argmax_pending = false;
+    if (ctx->sched) ggml_backend_sched_synchronize(ctx->sched);
     drop_graph(ctx);
     if (ctx->sched) ggml_backend_sched_free(ctx->sched);
     llm_kv_cache_free(ctx->kv);
@@ -54,6 +55,11 @@ llm_context * llm_context_new(llm_model * model, const llm_context_params & para
     auto * ctx = new llm_context;
     ctx->model = model;
     ctx->params = params;
+    auto env_on = [](const char * name) {
+        const char * e = std::getenv(name);
+        return e && *e && std::strcmp(e, "0") != 0;
+    };
+    ctx->ubatch_sync = env_on("LLM_UBATCH_SYNC");  // A/B switch (docs/perf.md)
     ctx->n_ctx = params.n_ctx > 0 ? params.n_ctx : hp.n_ctx_train;
     ctx->n_batch = std::clamp(params.n_batch > 0 ? params.n_batch : 512, 1, ctx->n_ctx);
     ctx->n_threads = params.n_threads > 0 ? params.n_threads : (int) std::max(1u, std::thread::hardware_concurrency());
@@ -170,7 +176,10 @@ static bool decode_ubatch(llm_context * ctx, const llm_batch & b, int i0, int n,
     llm_kv_fill_mask(ctx->kv, ctx->mask_buf.data(), g.inp_kq_mask->type, g.n_kv, n, seq, pos);
     ggml_backend_tensor_set(g.inp_kq_mask, ctx->mask_buf.data(), 0, ctx->mask_buf.size());
 
-    const ggml_status st = ggml_backend_sched_graph_compute(ctx->sched, g.gf);
+    // not waited for here: the next ubatch's graph, mask and inputs are prepared on the host while this one runs
+    // (its input uploads are ordered after it); decode() waits at its end
+    const ggml_status st = ctx->ubatch_sync ? ggml_backend_sched_graph_compute(ctx->sched, g.gf)
+                                            : ggml_backend_sched_graph_compute_async(ctx->sched, g.gf);
     if (st != GGML_STATUS_SUCCESS) {
         drop_graph(ctx);
         llm_kv_free_cells(ctx->kv, cells.data(), n);
@@ -246,12 +255,14 @@ static bool decode(llm_context * ctx, const llm_batch & b, std::string * err) {
         int got = 0;
         // one graph: its outputs stay on the backend until asked for
         if (!decode_ubatch(ctx, b, i0, nb, out.data() + i0, row, nb == n, &got, err)) {
+            ggml_backend_sched_synchronize(ctx->sched);
             ctx->n_logits_rows = 0;
             ctx->out_row.clear();
             return false;
         }
         row += got;
     }
+    ggml_backend_sched_synchronize(ctx->sched);
     const double ms = (ggml_time_us() - t0) / 1000.0;
     if (n > 1) {
         ctx->perf.t_prompt_ms += ms;

@@ -96,6 +96,8 @@ struct llm_context {
     size_t graph_size = 0;                 // max nodes of one step's graph
     std::vector<uint8_t> graph_mem;        // tensor headers + graph of the current step
     std::vector<uint8_t> mask_buf;         // the current step's inp_kq_mask (f32 or f16)
+    // LLM_UBATCH_SYNC=1: wait for each ubatch's graph (the host then builds the next one with the GPU idle)
+    bool ubatch_sync = false;
     // The last step's graph, still allocated by sched: a step with the same n_tokens and n_kv (decode, up to
     // LLM_KV_PAD steps in a row) sets its inputs and computes it again instead of building and planning a new
     // one. Dropped by anything else that uses graph_mem or sched. LLM_NO_GRAPH_REUSE=1 turns reuse off.

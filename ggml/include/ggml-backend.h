@@ -162,6 +162,11 @@ void ggml_backend_sched_free(ggml_backend_sched_t sched);
 bool ggml_backend_sched_reserve(ggml_backend_sched_t sched, ggml_cgraph * measure_graph);  // plan buffers
 bool ggml_backend_sched_alloc_graph(ggml_backend_sched_t sched, ggml_cgraph * gf);        // assign + allocate
 ggml_status ggml_backend_sched_graph_compute(ggml_backend_sched_t sched, ggml_cgraph * gf); // alloc (if not) + run
+// As ggml_backend_sched_graph_compute, without waiting for the backends at the end: the host may prepare the next
+// graph while the last split still runs. Reads of its outputs through ggml_backend_tensor_get are ordered after
+// it; ggml_backend_sched_synchronize waits for it.
+ggml_status ggml_backend_sched_graph_compute_async(ggml_backend_sched_t sched, ggml_cgraph * gf);
+void ggml_backend_sched_synchronize(ggml_backend_sched_t sched);
 void ggml_backend_sched_reset(ggml_backend_sched_t sched);  // forget assignments (next graph)
 int  ggml_backend_sched_get_n_splits(ggml_backend_sched_t sched);
 int  ggml_backend_sched_get_n_copies(ggml_backend_sched_t sched);

@@ -461,6 +461,17 @@ static bool sched_graph_is_current(ggml_backend_sched_t sched, const ggml_cgraph
 static ggml_status sched_compute_profiled(ggml_backend_sched_t sched, ggml_cgraph * gf);
 
 ggml_status ggml_backend_sched_graph_compute(ggml_backend_sched_t sched, ggml_cgraph * gf) {
+    const ggml_status st = ggml_backend_sched_graph_compute_async(sched, gf);
+    if (st == GGML_STATUS_SUCCESS) ggml_backend_sched_synchronize(sched);
+    return st;
+}
+
+void ggml_backend_sched_synchronize(ggml_backend_sched_t sched) {
+    for (auto * b : sched->backends)
+        ggml_backend_synchronize(b);
+}
+
+ggml_status ggml_backend_sched_graph_compute_async(ggml_backend_sched_t sched, ggml_cgraph * gf) {
     if (!sched_graph_is_current(sched, gf)) {
         if (!ggml_backend_sched_alloc_graph(sched, gf)) return GGML_STATUS_ALLOC_FAILED;
     }
@@ -483,8 +494,6 @@ ggml_status ggml_backend_sched_graph_compute(ggml_backend_sched_t sched, ggml_cg
         }
     }
     rewrites_undo(sched);
-    for (auto * b : sched->backends)
-        ggml_backend_synchronize(b);
     return GGML_STATUS_SUCCESS;
 }
 
