@@ -48,33 +48,55 @@ inline __m256i bcast4(const int8_t * p) {
     return _mm256_set1_epi32(v);
 }
 
-void gemv_groups(const block_q4_0x8 * x, int64_t nb, int64_t ng, const block_q8_1 * y, const int32_t * ys8,
-                 const float * dy, float * s, size_t bs) {
+// NG groups at once: NG streams of weights (more reads in flight), each activation broadcast shared by NG x 8 rows
+template <int NG>
+void gemv_n(const block_q4_0x8 * x, int64_t nb, const block_q8_1 * y, const int32_t * ys8, const float * dy, float * s,
+            size_t bs) {
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i ones = _mm256_set1_epi16(1);
-    for (int64_t g = 0; g < ng; ++g, x += nb) {
-        __m256 acc = _mm256_setzero_ps();
-        for (int64_t j = 0; j < nb; ++j) {
-            const block_q4_0x8 & b = x[j];
-            const int8_t * qy = y[j].qs;
-            __m256i s16 = _mm256_setzero_si256();
-            for (int k = 0; k < 4; ++k) {
-                const __m256i w = _mm256_loadu_si256((const __m256i *)(b.qs + 32 * k));
+    __m256 acc[NG];
+    for (int q = 0; q < NG; ++q)
+        acc[q] = _mm256_setzero_ps();
+    for (int64_t j = 0; j < nb; ++j) {
+        const int8_t * qy = y[j].qs;
+        __m256i s16[NG];
+        for (int q = 0; q < NG; ++q)
+            s16[q] = _mm256_setzero_si256();
+        for (int k = 0; k < 4; ++k) {
+            const __m256i yl = bcast4(qy + 4 * k), yh = bcast4(qy + 16 + 4 * k);
+            for (int q = 0; q < NG; ++q) {
+                const __m256i w = _mm256_loadu_si256((const __m256i *)(x[q * nb + j].qs + 32 * k));
                 const __m256i lo = _mm256_and_si256(w, m4);
                 const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m4);
-                s16 = _mm256_add_epi16(s16, _mm256_add_epi16(_mm256_maddubs_epi16(lo, bcast4(qy + 4 * k)),
-                                                             _mm256_maddubs_epi16(hi, bcast4(qy + 16 + 4 * k))));
+                s16[q] = _mm256_add_epi16(s16[q],
+                                          _mm256_add_epi16(_mm256_maddubs_epi16(lo, yl), _mm256_maddubs_epi16(hi, yh)));
             }
-            const __m256i isum = _mm256_sub_epi32(_mm256_madd_epi16(s16, ones), _mm256_set1_epi32(ys8[j]));
-            const __m256 dxy =
-                _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b.d)), _mm256_set1_ps(dy[j]));
-            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), dxy, acc);
         }
-        alignas(32) float o[8];
-        _mm256_store_ps(o, acc);
-        for (int r = 0; r < 8; ++r)
-            *(float *)((char *)s + (8 * g + r) * bs) = o[r];
+        const __m256i off = _mm256_set1_epi32(ys8[j]);
+        const __m256 vdy = _mm256_set1_ps(dy[j]);
+        for (int q = 0; q < NG; ++q) {
+            const __m256i isum = _mm256_sub_epi32(_mm256_madd_epi16(s16[q], ones), off);
+            const __m256 dxy = _mm256_mul_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)x[q * nb + j].d)), vdy);
+            acc[q] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), dxy, acc[q]);
+        }
     }
+    for (int q = 0; q < NG; ++q) {
+        alignas(32) float o[8];
+        _mm256_store_ps(o, acc[q]);
+        for (int r = 0; r < 8; ++r)
+            *(float *)((char *)s + (8 * q + r) * bs) = o[r];
+    }
+}
+
+// four groups at a time where there are four (measured: 2-thread DRAM mat-vec ~0.76 -> ~0.84 of the read probe on
+// Zen 3, docs/cpu-notes.md), then one by one
+void gemv_groups(const block_q4_0x8 * x, int64_t nb, int64_t ng, const block_q8_1 * y, const int32_t * ys8,
+                 const float * dy, float * s, size_t bs) {
+    int64_t g = 0;
+    for (; g + 4 <= ng; g += 4)
+        gemv_n<4>(x + g * nb, nb, y, ys8, dy, (float *)((char *)s + 8 * g * bs), bs);
+    for (; g < ng; ++g)
+        gemv_n<1>(x + g * nb, nb, y, ys8, dy, (float *)((char *)s + 8 * g * bs), bs);
 }
 #else
 void gemv_groups(const block_q4_0x8 * x, int64_t nb, int64_t ng, const block_q8_1 * y, const int32_t * ys8,
