@@ -44,8 +44,8 @@ struct llm_model_params {
     int  n_gpu_layers = 0;      // first N layers on the GPU; > n_layer also puts the output there
     int  main_gpu = 0;
     bool use_mmap = true;
-    // CPU mat-mul weights of a type the CPU decodes faster in 8-row groups (ggml_backend_cpu_repack_wanted: q4_0
-    // on AVX2) are copied into a CPU_REPACK buffer at load instead of being read from the mapping (--no-repack)
+    // CPU mat-mul weights of a type the CPU decodes faster in 8-row groups (ggml_backend_cpu_repack_wanted: q4_0,
+    // q4_K on AVX2) are copied into a CPU_REPACK buffer at load instead of being read from the mapping (--no-repack)
     bool use_repack = true;
     bool verbose = false;
     std::function<bool(float)> progress;  // 0..1 while weights upload; return false to cancel

@@ -465,18 +465,21 @@ TEST_CASE(
     }
 }
 
-TEST_CASE("mul_mat q4_0 weights repacked in 8-row groups (CPU_REPACK buffer): decode groups, plain tail rows, "
-          "prompt batches through unpacked row blocks, 1-3 threads") {
-    // M: one group; groups + a 5-row tail; enough rows for 64-row decode units with a tail; units halved to 8 rows
-    // for a small M on 3 threads. N = 1 takes the repacked mat-vec, N > 1 unpacks row blocks for the plain tiles.
+TEST_CASE("mul_mat q4_0 / q4_K weights repacked in 8-row groups (CPU_REPACK buffer): decode groups, plain tail "
+          "rows, prompt batches through unpacked row blocks, 1-3 threads") {
+    // M: one group; groups + a 5-row tail; enough rows for 64-row decode units (four groups at a time) with a tail;
+    // units halved for a small M on 3 threads. N = 1 takes the repacked mat-vec, N > 1 unpacks row blocks for the
+    // plain tiles.
     std::mt19937 rng(71);
-    for (int64_t K : {int64_t(32), int64_t(256), int64_t(1024)})
+    for (ggml_type ta : {GGML_TYPE_Q4_0, GGML_TYPE_Q4_K})
+    for (int64_t K : {int64_t(256), int64_t(1024), int64_t(32)})
         for (int64_t M : {int64_t(8), int64_t(13), int64_t(64), int64_t(203), int64_t(520)})
             for (int64_t N : {int64_t(1), int64_t(2), int64_t(5), int64_t(17)})
                 for (int nth = 1; nth <= 3; ++nth) {
                     if (N > 2 && nth != 2) continue;
+                    if (K % ggml_blck_size(ta) != 0) continue;
                     ggml_context * ctx = new_ctx();
-                    ggml_tensor * plain = ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_0, K, M);
+                    ggml_tensor * plain = ggml_new_tensor_2d(ctx, ta, K, M);
                     ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, N);
                     fill(plain, rng);
                     fill(b, rng);
@@ -497,7 +500,8 @@ TEST_CASE("mul_mat q4_0 weights repacked in 8-row groups (CPU_REPACK buffer): de
                     CAPTURE(M);
                     CAPTURE(N);
                     CAPTURE(nth);
-                    CHECK(check_mul_mat(o_rep, plain, b, act_ref::q8_1, 1e-5) == 0);
+                    INFO("ta = " << ggml_type_name(ta));
+                    CHECK(check_mul_mat(o_rep, plain, b, act_ref_for(ta), 1e-5) == 0);
                     int differ = 0; // same integer block dots, same per-block float steps as the plain tiles
                     for (int64_t i = 0; i < M * N; ++i) {
                         const float x = ((const float *)o_rep->data)[i], y = ((const float *)o_plain->data)[i];

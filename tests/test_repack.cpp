@@ -1,4 +1,4 @@
-// test_repack.cpp - the CPU_REPACK buffer type (cpu/repack.h): q4_0 matrices stored in 8-row groups. What
+// test_repack.cpp - the CPU_REPACK buffer type (cpu/repack.h): q4_0 / q4_K matrices stored in 8-row groups. What
 // goes in through ggml_backend_tensor_set comes back out of _get byte for byte (whole and partial writes and
 // reads), the stored bytes really are the group layout, other types and shapes stay plain, and the CPU backend
 // refuses every op but mul_mat's weight on a repacked tensor. The mat-muls: test_mul_mat.cpp.
@@ -29,9 +29,9 @@ struct repacked {
     }
 };
 
-std::vector<uint8_t> random_q4_0(int64_t K, int64_t M, std::mt19937 & rng) {
+std::vector<uint8_t> random_rows(ggml_type type, int64_t K, int64_t M, std::mt19937 & rng) {
     ggml_context * ctx = ggml_init({size_t(16) << 20, nullptr, false});
-    ggml_tensor * p = ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_0, K, M);
+    ggml_tensor * p = ggml_new_tensor_2d(ctx, type, K, M);
     fill(p, rng);
     std::vector<uint8_t> v((const uint8_t *)p->data, (const uint8_t *)p->data + ggml_nbytes(p));
     ggml_free(ctx);
@@ -46,7 +46,7 @@ TEST_CASE("repack q4_0: set/get round trip, the stored group layout, plain tail 
         for (int64_t M : {int64_t(8), int64_t(15), int64_t(24), int64_t(203)}) {
             CAPTURE(K);
             CAPTURE(M);
-            const std::vector<uint8_t> plain = random_q4_0(K, M, rng);
+            const std::vector<uint8_t> plain = random_rows(GGML_TYPE_Q4_0, K, M, rng);
             repacked r(GGML_TYPE_Q4_0, K, M);
             REQUIRE(ggml_cpu_is_repacked(r.t));
             ggml_backend_tensor_set(r.t, plain.data(), 0, plain.size());
@@ -89,12 +89,51 @@ TEST_CASE("repack q4_0: set/get round trip, the stored group layout, plain tail 
         }
 }
 
+TEST_CASE("repack q4_K: set/get round trip (scales and mins re-encoded and back), the stored group layout") {
+    std::mt19937 rng(6);
+    for (int64_t K : {int64_t(256), int64_t(768)})
+        for (int64_t M : {int64_t(8), int64_t(21), int64_t(64)}) {
+            CAPTURE(K);
+            CAPTURE(M);
+            std::vector<uint8_t> plain = random_rows(GGML_TYPE_Q4_K, K, M, rng);
+            const size_t rs = ggml_row_size(GGML_TYPE_Q4_K, K);
+            // every scale and min value 0..63 somewhere: random scale bytes (the 12 bytes are 16 six-bit fields)
+            for (int64_t m = 0; m < M; ++m)
+                for (int64_t j = 0; j < K / 256; ++j) {
+                    auto * b = (block_q4_K *)(plain.data() + m * rs) + j;
+                    for (auto & x : b->scales)
+                        x = (uint8_t)rng();
+                }
+            repacked r(GGML_TYPE_Q4_K, K, M);
+            REQUIRE(ggml_cpu_is_repacked(r.t));
+            ggml_backend_tensor_set(r.t, plain.data(), 0, plain.size());
+            std::vector<uint8_t> back(plain.size());
+            ggml_backend_tensor_get(r.t, back.data(), 0, back.size());
+            CHECK(back == plain);
+            int wrong = 0; // qs: row r's byte 32c + 4k + i at 256c + 32k + 4r + i; d, dmin per row
+            for (int64_t g = 0; g < M / 8; ++g)
+                for (int64_t j = 0; j < K / 256; ++j) {
+                    const auto * gb = (const block_q4_Kx8 *)((const char *)r.t->data + g * 8 * rs) + j;
+                    for (int rr = 0; rr < 8; ++rr) {
+                        const auto * pb = (const block_q4_K *)(plain.data() + (8 * g + rr) * rs) + j;
+                        if (std::memcmp(&gb->d[rr], &pb->d, 2) != 0 || std::memcmp(&gb->dmin[rr], &pb->dmin, 2) != 0)
+                            ++wrong;
+                        for (int c = 0; c < 4; ++c)
+                            for (int k = 0; k < 8; ++k)
+                                for (int i = 0; i < 4; ++i)
+                                    if (gb->qs[256 * c + 32 * k + 4 * rr + i] != pb->qs[32 * c + 4 * k + i]) ++wrong;
+                    }
+                }
+            CHECK(wrong == 0);
+        }
+}
+
 TEST_CASE("repack: other types, fewer than 8 rows and 3-D tensors are stored plain") {
     std::mt19937 rng(9);
     {
         repacked r(GGML_TYPE_Q4_0, 64, 7);
         CHECK_FALSE(ggml_cpu_is_repacked(r.t));
-        const std::vector<uint8_t> plain = random_q4_0(64, 7, rng);
+        const std::vector<uint8_t> plain = random_rows(GGML_TYPE_Q4_0, 64, 7, rng);
         ggml_backend_tensor_set(r.t, plain.data(), 0, plain.size());
         CHECK(std::memcmp(r.t->data, plain.data(), plain.size()) == 0);
     }
@@ -102,7 +141,7 @@ TEST_CASE("repack: other types, fewer than 8 rows and 3-D tensors are stored pla
         repacked r(GGML_TYPE_Q4_0, 64, 8, 2);
         CHECK_FALSE(ggml_cpu_is_repacked(r.t));
     }
-    for (ggml_type t : {GGML_TYPE_F32, GGML_TYPE_Q8_0, GGML_TYPE_Q4_K}) {
+    for (ggml_type t : {GGML_TYPE_F32, GGML_TYPE_Q8_0, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K}) {
         repacked r(t, 256, 16);
         CHECK_FALSE(ggml_cpu_is_repacked(r.t));
     }

@@ -144,10 +144,10 @@ void ggml_backend_cpu_set_node_barriers(ggml_backend_t backend, bool on);
 ggml_backend_buffer_type_t ggml_backend_cpu_buffer_type();
 // wrap existing host memory (e.g. a mmapped GGUF) as a CPU buffer without copying
 ggml_backend_buffer_t ggml_backend_cpu_buffer_from_ptr(void * ptr, size_t size);
-// CPU weights stored for the decode mat-vec (cpu/repack.h): q4_0 matrices in 8-row groups, other tensors plain.
+// CPU weights stored for the decode mat-vec (cpu/repack.h): q4_0 / q4_K matrices in 8-row groups, others plain.
 // Not host memory in the GGUF layout: write and read it with ggml_backend_tensor_set / _get (they convert).
 ggml_backend_buffer_type_t ggml_backend_cpu_repack_buffer_type();
-// true where this build's CPU decode reads weights of `type` faster from that buffer (q4_0 on AVX2 builds
+// true where this build's CPU decode reads weights of `type` faster from that buffer (q4_0, q4_K on AVX2 builds
 // without AVX-512); the environment variable GGML_CPU_REPACK=0 / =1 overrides it, for A/B runs.
 bool ggml_backend_cpu_repack_wanted(ggml_type type);
 

@@ -12,7 +12,8 @@
 // register tiles of up to 4 rows x 4 columns, so a weight row is loaded once for 4 activation columns (a single
 // column takes the type's 8-row decode tile where it has one, cpu/quants.h). Quant weights with N >= 2 go to AMX int8
 // tiles instead when the CPU has them (cpu/amx.cpp). A weight repacked in 8-row groups (cpu/repack.h): N = 1 by the
-// group mat-vec (cpu/gemv_q4_0x8.cpp), N > 1 by the plain tiles over each unit's rows unpacked into scratch.
+// group mat-vec (cpu/gemv_q4_0x8.cpp, gemv_q4_Kx8.cpp), N > 1 by the plain tiles over each unit's rows unpacked
+// into scratch.
 #include "cpu/mul_mat.h"
 
 #include "cpu/amx.h"
@@ -216,7 +217,8 @@ void ggml_cpu_op_mul_mat(const ggml_cpu_params & p, ggml_tensor * dst) {
             if (rp && N == 1) {     // whole groups by the repacked mat-vec, the plain tail rows below
                 const int64_t ge = std::min(ir1, M / 8 * 8);
                 if (ge > ir0)
-                    ggml_cpu_gemv_q4_0x8(K, xr, (ge - ir0) / 8, yb, (float *)(db + ir0 * dst->nb[0]), dst->nb[0]);
+                    ggml_cpu_gemv_repacked(a->type, K, xr, (ge - ir0) / 8, yb, (float *)(db + ir0 * dst->nb[0]),
+                                           dst->nb[0]);
                 ir_first = std::max(ir0, ge);
             } else if (rp) {
                 ggml_cpu_repack_unpack_rows(a, ir0, ir1, plain_rows.data());

@@ -1,4 +1,4 @@
-// cpu/repack.cpp - the CPU_REPACK buffer type: host memory whose q4_0 matrices are stored in 8-row groups
+// cpu/repack.cpp - the CPU_REPACK buffer type: host memory whose q4_0 / q4_K matrices are stored in 8-row groups
 // (layout: cpu/repack.h). The buffer is a CPU buffer with its own set/get: tensors are converted on the way
 // in and out, so the loader writes GGUF bytes and ggml_backend_tensor_get reads them back.
 #include "cpu/repack.h"
@@ -16,8 +16,9 @@ namespace {
 const char * repack_buft_get_name(ggml_backend_buffer_type_t) { return "CPU_REPACK"; }
 bool repack_buft_is_host(ggml_backend_buffer_type_t) { return false; } // t->data is not in the plain layout
 
-// group g's plain rows (src, row stride rs) -> its K / 32 group blocks at dst
-void pack_group(const char * src, size_t rs, int64_t nblk, block_q4_0x8 * dst) {
+// q4_0: group g's plain rows (src, row stride rs) -> its K / 32 group blocks at dst
+void pack_group_q4_0(const char * src, size_t rs, int64_t nblk, void * vdst) {
+    block_q4_0x8 * dst = (block_q4_0x8 *)vdst;
     for (int64_t j = 0; j < nblk; ++j) {
         block_q4_0x8 & o = dst[j];
         for (int r = 0; r < 8; ++r) {
@@ -29,8 +30,9 @@ void pack_group(const char * src, size_t rs, int64_t nblk, block_q4_0x8 * dst) {
     }
 }
 
-// the first nrows (<= 8) plain rows of group blocks src -> dst (row stride rs)
-void unpack_group(const block_q4_0x8 * src, int64_t nblk, int nrows, char * dst, size_t rs) {
+// q4_0: the first nrows (<= 8) plain rows of group blocks src -> dst (row stride rs)
+void unpack_group_q4_0(const void * vsrc, int64_t nblk, int nrows, char * dst, size_t rs) {
+    const block_q4_0x8 * src = (const block_q4_0x8 *)vsrc;
     for (int r = 0; r < nrows; ++r) {
         block_q4_0 * row = (block_q4_0 *)(dst + r * rs);
         for (int64_t j = 0; j < nblk; ++j) {
@@ -41,12 +43,91 @@ void unpack_group(const block_q4_0x8 * src, int64_t nblk, int nrows, char * dst,
     }
 }
 
+// q4_K's 12 scale bytes <-> 8 six-bit scales and mins (ggml's get_scale_min_k4 layout; all 96 bits are used, so
+// the two are inverse)
+void k4_scales_get(const uint8_t * q, uint8_t * sc, uint8_t * mn) {
+    for (int j = 0; j < 4; ++j) {
+        sc[j] = q[j] & 63;
+        mn[j] = q[j + 4] & 63;
+        sc[j + 4] = (uint8_t)((q[j + 8] & 15) | ((q[j] >> 6) << 4));
+        mn[j + 4] = (uint8_t)((q[j + 8] >> 4) | ((q[j + 4] >> 6) << 4));
+    }
+}
+void k4_scales_set(const uint8_t * sc, const uint8_t * mn, uint8_t * q) {
+    for (int j = 0; j < 4; ++j) {
+        q[j] = (uint8_t)(sc[j] | ((sc[j + 4] >> 4) << 6));
+        q[j + 4] = (uint8_t)(mn[j] | ((mn[j + 4] >> 4) << 6));
+        q[j + 8] = (uint8_t)((sc[j + 4] & 15) | ((mn[j + 4] & 15) << 4));
+    }
+}
+
+void pack_group_q4_K(const char * src, size_t rs, int64_t nblk, void * vdst) {
+    block_q4_Kx8 * dst = (block_q4_Kx8 *)vdst;
+    for (int64_t j = 0; j < nblk; ++j) {
+        block_q4_Kx8 & o = dst[j];
+        std::memset(o.hi, 0, sizeof(o.hi));
+        for (int r = 0; r < 8; ++r) {
+            const block_q4_K & b = ((const block_q4_K *)(src + r * rs))[j];
+            o.d[r] = b.d;
+            o.dmin[r] = b.dmin;
+            uint8_t sc[8], mn[8];
+            k4_scales_get(b.scales, sc, mn);
+            for (int sb = 0; sb < 8; ++sb) {
+                o.lo[sb][r] = (uint8_t)((sc[sb] & 15) | ((mn[sb] & 15) << 4));
+                o.hi[sb / 2][r] |= (uint8_t)(((sc[sb] >> 4) | ((mn[sb] >> 4) << 2)) << (4 * (sb & 1)));
+            }
+            for (int c = 0; c < 4; ++c)
+                for (int k = 0; k < 8; ++k)
+                    std::memcpy(o.qs + 256 * c + 32 * k + 4 * r, b.qs + 32 * c + 4 * k, 4);
+        }
+    }
+}
+
+void unpack_group_q4_K(const void * vsrc, int64_t nblk, int nrows, char * dst, size_t rs) {
+    const block_q4_Kx8 * src = (const block_q4_Kx8 *)vsrc;
+    for (int r = 0; r < nrows; ++r) {
+        block_q4_K * row = (block_q4_K *)(dst + r * rs);
+        for (int64_t j = 0; j < nblk; ++j) {
+            const block_q4_Kx8 & b = src[j];
+            row[j].d = b.d[r];
+            row[j].dmin = b.dmin[r];
+            uint8_t sc[8], mn[8];
+            for (int sb = 0; sb < 8; ++sb) {
+                const int h = b.hi[sb / 2][r] >> (4 * (sb & 1));
+                sc[sb] = (uint8_t)((b.lo[sb][r] & 15) | ((h & 3) << 4));
+                mn[sb] = (uint8_t)((b.lo[sb][r] >> 4) | (((h >> 2) & 3) << 4));
+            }
+            k4_scales_set(sc, mn, row[j].scales);
+            for (int c = 0; c < 4; ++c)
+                for (int k = 0; k < 8; ++k)
+                    std::memcpy(row[j].qs + 32 * c + 4 * k, b.qs + 256 * c + 32 * k + 4 * r, 4);
+        }
+    }
+}
+
+// the group layout of each type that has one
+struct repack_layout {
+    ggml_type type;
+    void (*pack_group)(const char * src, size_t rs, int64_t nblk, void * dst);
+    void (*unpack_group)(const void * src, int64_t nblk, int nrows, char * dst, size_t rs);
+};
+const repack_layout k_layouts[] = {
+    {GGML_TYPE_Q4_0, pack_group_q4_0, unpack_group_q4_0},
+    {GGML_TYPE_Q4_K, pack_group_q4_K, unpack_group_q4_K},
+};
+const repack_layout * layout_of(ggml_type type) {
+    for (const repack_layout & l : k_layouts)
+        if (l.type == type) return &l;
+    return nullptr;
+}
+
 // whole tensor: plain bytes -> t->data (groups, then the plain tail rows)
 void pack_tensor(const ggml_tensor * t, const char * plain) {
+    const repack_layout * l = layout_of(t->type);
     const size_t rs = t->nb[1];
-    const int64_t nblk = t->ne[0] / QK4_0, M = t->ne[1], G = M / 8;
+    const int64_t nblk = t->ne[0] / ggml_blck_size(t->type), M = t->ne[1], G = M / 8;
     for (int64_t g = 0; g < G; ++g)
-        pack_group(plain + g * 8 * rs, rs, nblk, (block_q4_0x8 *)((char *)t->data + g * 8 * rs));
+        l->pack_group(plain + g * 8 * rs, rs, nblk, (char *)t->data + g * 8 * rs);
     std::memcpy((char *)t->data + G * 8 * rs, plain + G * 8 * rs, (M - G * 8) * rs);
 }
 
@@ -109,7 +190,7 @@ ggml_backend_buffer_type_t ggml_backend_cpu_repack_buffer_type() {
 }
 
 bool ggml_backend_cpu_repack_wanted(ggml_type type) {
-    if (type != GGML_TYPE_Q4_0) return false;
+    if (!layout_of(type)) return false;
     const char * e = std::getenv("GGML_CPU_REPACK");
     if (e && *e) return std::strcmp(e, "0") != 0;
         // measured faster on AVX2 cores (Zen 3, docs/cpu-notes.md); AVX-512 builds keep their two-row tiles
@@ -122,7 +203,7 @@ bool ggml_backend_cpu_repack_wanted(ggml_type type) {
 
 bool ggml_cpu_is_repacked(const ggml_tensor * t) {
     return t->buffer && t->buffer->buft == ggml_backend_cpu_repack_buffer_type() && !t->view_src &&
-           t->type == GGML_TYPE_Q4_0 && t->ne[1] >= 8 && t->ne[2] == 1 && t->ne[3] == 1 &&
+           layout_of(t->type) && t->ne[1] >= 8 && t->ne[2] == 1 && t->ne[3] == 1 &&
            t->nb[0] == ggml_type_size(t->type) && t->nb[1] == ggml_row_size(t->type, t->ne[0]);
 }
 
@@ -134,18 +215,33 @@ bool ggml_cpu_reads_repacked(const ggml_tensor * t) {
 
 void ggml_cpu_repack_unpack_rows(const ggml_tensor * a, int64_t r0, int64_t r1, void * dst) {
     GGML_ASSERT(r0 % 8 == 0 && r1 <= a->ne[1]);
+    const repack_layout * l = layout_of(a->type);
     const size_t rs = a->nb[1];
-    const int64_t nblk = a->ne[0] / QK4_0, G = a->ne[1] / 8;
+    const int64_t nblk = a->ne[0] / ggml_blck_size(a->type), G = a->ne[1] / 8;
     for (int64_t r = r0; r < r1;) {
         char * out = (char *)dst + (r - r0) * rs;
         const char * in = (const char *)a->data + r * rs;
         if (r / 8 < G) {
             const int n = (int)std::min<int64_t>(8, r1 - r);
-            unpack_group((const block_q4_0x8 *)in, nblk, n, out, rs);
+            l->unpack_group(in, nblk, n, out, rs);
             r += n;
         } else { // the plain tail
             std::memcpy(out, in, (r1 - r) * rs);
             r = r1;
         }
+    }
+}
+
+void ggml_cpu_gemv_repacked(ggml_type type, int64_t K, const void * x, int64_t n_groups, const void * y, float * s,
+                            size_t bs) {
+    switch (type) {
+        case GGML_TYPE_Q4_0:
+            ggml_cpu_gemv_q4_0x8(K, x, n_groups, y, s, bs);
+            break;
+        case GGML_TYPE_Q4_K:
+            ggml_cpu_gemv_q4_Kx8(K, x, n_groups, y, s, bs);
+            break;
+        default:
+            GGML_ABORT("no repacked mat-vec for %s", ggml_type_name(type));
     }
 }

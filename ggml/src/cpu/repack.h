@@ -7,6 +7,12 @@
 //   qs[32 k + 4 r + i] row 8g + r's qs[4 k + i]      (k 0..3, r 0..7, i 0..3)
 // so one 256-bit load holds 8 weights of each of the 8 rows, one dword per row, and the 8 scales are one
 // 128-bit load: no per-row gathers or cross-row folds in the mat-vec. Rows 8 (M / 8) .. M - 1 stay plain.
+//
+// q4_K x 8: the same for 256-weight super-blocks (block_q4_Kx8, 1152 bytes = 8 plain blocks): the 8 rows' d and dmin;
+// their 6-bit scales and mins re-encoded per sub-block s (8 of 32 weights) so that one 8-byte load gives a row's
+// value per byte: lo[s][r] = (sc & 15) | (mn & 15) << 4 and, per sub-block pair t, hi[t][r] = the high 2 bits of
+// sc(2t), mn(2t), sc(2t+1), mn(2t+1) from bit 0 up; qs[256 c + 32 k + 4 r + i] = row r's qs[32 c + 4 k + i] (c: the
+// 64-weight chunk whose low nibbles are sub-block 2c and high nibbles 2c+1).
 // The buffer's set_tensor / get_tensor convert, so ggml_backend_tensor_get returns the plain (GGUF) bytes.
 // Only mul_mat reads such a tensor (as src0); other ops refuse it (ggml_cpu_supports_op).
 #pragma once
@@ -22,7 +28,15 @@ struct block_q4_0x8 {
 };
 static_assert(sizeof(block_q4_0x8) == 8 * sizeof(block_q4_0), "a group block is 8 plain blocks");
 
-// t's data is in the group layout: allocated in a repack buffer, of a type that has one (q4_0), 2-D, dense
+struct block_q4_Kx8 {
+    ggml_fp16_t d[8], dmin[8];
+    uint8_t lo[8][8]; // [sub-block][row]
+    uint8_t hi[4][8]; // [sub-block pair][row]
+    uint8_t qs[1024];
+};
+static_assert(sizeof(block_q4_Kx8) == 8 * sizeof(block_q4_K), "a group block is 8 plain blocks");
+
+// t's data is in the group layout: allocated in a repack buffer, of a type that has one (q4_0, q4_K), 2-D, dense
 // rows, at least 8 rows.
 bool ggml_cpu_is_repacked(const ggml_tensor * t);
 // t, or the tensor it is a view of, is in the group layout.
@@ -31,7 +45,10 @@ bool ggml_cpu_reads_repacked(const ggml_tensor * t);
 // Rows [r0, r1) of the repacked matrix a (r0 a multiple of 8) as plain rows at dst, row stride a->nb[1].
 void ggml_cpu_repack_unpack_rows(const ggml_tensor * a, int64_t r0, int64_t r1, void * dst);
 
-// Decode over n_groups consecutive groups of a repacked q4_0 matrix (x: the first group's first byte, groups
-// of K / 32 block_q4_0x8): s[r * bs] (bytes) = dot(row r, y) for r < 8 n_groups; y: K / 32 q8_1 blocks.
-// Exact integer block dots (the q8_1 sums are recomputed, not taken from its f16 s). AVX2 or plain C++.
+// Decode over n_groups consecutive groups of a repacked matrix of type `type` (x: the first group's first byte,
+// groups of K / block-size group blocks): s[r * bs] (bytes) = dot(row r, y) for r < 8 n_groups; y: the type's
+// activation row (q8_1 for q4_0, q8_K for q4_K). Exact integer block dots; AVX2 or plain C++.
+void ggml_cpu_gemv_repacked(ggml_type type, int64_t K, const void * x, int64_t n_groups, const void * y, float * s,
+                            size_t bs);
 void ggml_cpu_gemv_q4_0x8(int64_t K, const void * x, int64_t n_groups, const void * y, float * s, size_t bs);
+void ggml_cpu_gemv_q4_Kx8(int64_t K, const void * x, int64_t n_groups, const void * y, float * s, size_t bs);
