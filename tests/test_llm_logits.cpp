@@ -179,6 +179,53 @@ TEST_CASE("use_mmap = false (weights copied into a CPU buffer) gives the same lo
     CHECK(err.find("cancelled") != std::string::npos);
 }
 
+TEST_CASE("repacked CPU weights (q4_0, Q4_K_M: 8-row groups) give the logits of the plain layout") {
+    // llama.cpp's quantized files of the shared vectors; GGML_CPU_REPACK=1 repacks on any build (on AVX2 builds the
+    // default), use_repack = false keeps the file's layout. Prompts in 5-token ubatches (the N > 1 path unpacks row
+    // blocks) and then one token at a time (the group mat-vecs).
+    for (const char * name : {"kq-Q4_0.gguf", "kq-Q4_K_M.gguf"}) {
+        const std::string path = llm_shared_path(std::string("models/quant-vectors/") + name);
+        if (access(path.c_str(), R_OK) != 0) {
+            MESSAGE("SKIP: " << path << " not found");
+            continue;
+        }
+        CAPTURE(name);
+        const char * old_env = std::getenv("GGML_CPU_REPACK");
+        const std::string saved = old_env ? old_env : "";
+        setenv("GGML_CPU_REPACK", "1", 1);
+        std::string err;
+        llm_model_params mp;
+        llm_model * rep = llm_model_load(path.c_str(), mp, &err);
+        mp.use_repack = false;
+        llm_model * plain = llm_model_load(path.c_str(), mp, &err);
+        if (old_env) {
+            setenv("GGML_CPU_REPACK", saved.c_str(), 1);
+        } else {
+            unsetenv("GGML_CPU_REPACK");
+        }
+        REQUIRE_MESSAGE(rep != nullptr, err);
+        REQUIRE_MESSAGE(plain != nullptr, err);
+        auto has_repack = [](const llm_model * m) {
+            for (const auto & [bname, bytes] : llm_model_buffer_sizes(m))
+                if (bname == "CPU_REPACK" && bytes > 0) return true;
+            return false;
+        };
+        CHECK(has_repack(rep));
+        CHECK_FALSE(has_repack(plain));
+        const int n_vocab = llm_model_hparams(plain).n_vocab;
+        const auto toks = random_tokens(12, n_vocab, 5);
+        llm_context_params cp = f32_params(64, 5, true);
+        cp.n_threads = 2;
+        const auto a = cpp_logits(plain, toks, cp), b = cpp_logits(rep, toks, cp);
+        CHECK(max_rel_err(a, b, n_vocab) < 1e-5);
+        const auto c = cpp_logits(plain, toks, cp, 1), d = cpp_logits(rep, toks, cp, 1);
+        CHECK(max_rel_err(c, d, n_vocab) < 1e-5);
+        CHECK(max_rel_err(a, d, n_vocab) < 1e-3); // prompt and single steps: the same model
+        llm_model_free(rep);
+        llm_model_free(plain);
+    }
+}
+
 TEST_CASE("llama3 shape (GQA 8/2, theta 500000), untied, tied, rope_freqs match the numpy reference") {
     check_against_reference(gen_model("l3_f32", std::string(k_llama3_args) + " --outtype f32 --seed 2"), 10, 2);
     check_against_reference(gen_model("l3_tied", std::string(k_llama3_args) + " --outtype f32 --tied --seed 3"), 10,

@@ -189,11 +189,11 @@ ggml_backend_buffer_type_t ggml_backend_cpu_repack_buffer_type() {
     return &buft;
 }
 
+// by default where measured faster: AVX2 cores (Zen 3, docs/cpu-notes.md); AVX-512 builds keep their two-row tiles
 bool ggml_backend_cpu_repack_wanted(ggml_type type) {
     if (!layout_of(type)) return false;
     const char * e = std::getenv("GGML_CPU_REPACK");
     if (e && *e) return std::strcmp(e, "0") != 0;
-        // measured faster on AVX2 cores (Zen 3, docs/cpu-notes.md); AVX-512 builds keep their two-row tiles
 #if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__) && !defined(__AVX512F__)
     return true;
 #else
