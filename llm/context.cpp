@@ -55,15 +55,11 @@ llm_context * llm_context_new(llm_model * model, const llm_context_params & para
     auto * ctx = new llm_context;
     ctx->model = model;
     ctx->params = params;
-    auto env_on = [](const char * name) {
-        const char * e = std::getenv(name);
-        return e && *e && std::strcmp(e, "0") != 0;
-    };
-    ctx->ubatch_sync = env_on("LLM_UBATCH_SYNC");  // A/B switch (docs/perf.md)
     ctx->n_ctx = params.n_ctx > 0 ? params.n_ctx : hp.n_ctx_train;
     ctx->n_batch = std::clamp(params.n_batch > 0 ? params.n_batch : 512, 1, ctx->n_ctx);
     ctx->n_threads = params.n_threads > 0 ? params.n_threads : (int) std::max(1u, std::thread::hardware_concurrency());
     if (const char * e = std::getenv("LLM_NO_GRAPH_REUSE")) ctx->graph_reuse = std::atoi(e) == 0;
+    if (const char * e = std::getenv("LLM_UBATCH_SYNC")) ctx->ubatch_sync = std::atoi(e) != 0;  // A/B (docs/perf.md)
     auto fail = [&](const std::string & msg) -> llm_context * {
         if (err) *err = msg;
         llm_context_free(ctx);

@@ -11,7 +11,6 @@
 #include "cpu/repack.h"
 #include "ggml-impl.h"
 
-#include <cstring>
 #include <vector>
 
 #if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
@@ -42,11 +41,6 @@ void block_terms(const block_q8_1 * y, int64_t nb, int32_t * ys8, float * dy) {
 }
 
 #if defined(GEMV_Q4_0X8_AVX2)
-inline __m256i bcast4(const int8_t * p) {
-    int32_t v;
-    std::memcpy(&v, p, sizeof(v));
-    return _mm256_set1_epi32(v);
-}
 
 // NG groups at once: NG streams of weights (more reads in flight), each activation broadcast shared by NG x 8 rows
 template <int NG>
@@ -63,7 +57,7 @@ void gemv_n(const block_q4_0x8 * x, int64_t nb, const block_q8_1 * y, const int3
         for (int q = 0; q < NG; ++q)
             s16[q] = _mm256_setzero_si256();
         for (int k = 0; k < 4; ++k) {
-            const __m256i yl = bcast4(qy + 4 * k), yh = bcast4(qy + 16 + 4 * k);
+            const __m256i yl = ggml_repack_bcast4(qy + 4 * k), yh = ggml_repack_bcast4(qy + 16 + 4 * k);
             for (int q = 0; q < NG; ++q) {
                 const __m256i w = _mm256_loadu_si256((const __m256i *)(x[q * nb + j].qs + 32 * k));
                 const __m256i lo = _mm256_and_si256(w, m4);
@@ -80,12 +74,8 @@ void gemv_n(const block_q4_0x8 * x, int64_t nb, const block_q8_1 * y, const int3
             acc[q] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), dxy, acc[q]);
         }
     }
-    for (int q = 0; q < NG; ++q) {
-        alignas(32) float o[8];
-        _mm256_store_ps(o, acc[q]);
-        for (int r = 0; r < 8; ++r)
-            *(float *)((char *)s + (8 * q + r) * bs) = o[r];
-    }
+    for (int q = 0; q < NG; ++q)
+        ggml_repack_store_group(acc[q], (float *)((char *)s + 8 * q * bs), bs);
 }
 
 // four groups at a time where there are four (measured: 2-thread DRAM mat-vec ~0.76 -> ~0.84 of the read probe on
@@ -116,8 +106,7 @@ void gemv_groups(const block_q4_0x8 * x, int64_t nb, int64_t ng, const block_q8_
                 acc[r] += (float)(isum - ys8[j]) * (ggml_compute_fp16_to_fp32(b.d[r]) * dy[j]);
             }
         }
-        for (int r = 0; r < 8; ++r)
-            *(float *)((char *)s + (8 * g + r) * bs) = acc[r];
+        ggml_repack_store_group(acc, (float *)((char *)s + 8 * g * bs), bs);
     }
 }
 #endif

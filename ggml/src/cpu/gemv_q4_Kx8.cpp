@@ -13,7 +13,6 @@
 #include "cpu/repack.h"
 #include "ggml-impl.h"
 
-#include <cstring>
 #include <vector>
 
 #if defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
@@ -31,11 +30,6 @@ void block_sums(const block_q8_K * y, int64_t nb, int32_t * ysum) {
 }
 
 #if defined(GEMV_Q4_KX8_AVX2)
-inline __m256i bcast4(const int8_t * p) {
-    int32_t v;
-    std::memcpy(&v, p, sizeof(v));
-    return _mm256_set1_epi32(v);
-}
 inline __m256i bytes8(const uint8_t * p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p)); }
 
 void gemv_groups(const block_q4_Kx8 * x, int64_t nb, int64_t ng, const block_q8_K * y, const int32_t * ysum, float * s,
@@ -55,8 +49,8 @@ void gemv_groups(const block_q4_Kx8 * x, int64_t nb, int64_t ng, const block_q8_
                     const __m256i w = _mm256_loadu_si256((const __m256i *)(b.qs + 256 * c + 32 * k));
                     const __m256i lo = _mm256_and_si256(w, m4);
                     const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), m4);
-                    slo = _mm256_add_epi16(slo, _mm256_maddubs_epi16(lo, bcast4(qy + 64 * c + 4 * k)));
-                    shi = _mm256_add_epi16(shi, _mm256_maddubs_epi16(hi, bcast4(qy + 64 * c + 32 + 4 * k)));
+                    slo = _mm256_add_epi16(slo, _mm256_maddubs_epi16(lo, ggml_repack_bcast4(qy + 64 * c + 4 * k)));
+                    shi = _mm256_add_epi16(shi, _mm256_maddubs_epi16(hi, ggml_repack_bcast4(qy + 64 * c + 32 + 4 * k)));
                 }
                 // scales and mins of sub-blocks 2c, 2c+1: a dword per row
                 const __m256i v0 = bytes8(b.lo[2 * c]), v1 = bytes8(b.lo[2 * c + 1]), h = bytes8(b.hi[c]);
@@ -80,10 +74,7 @@ void gemv_groups(const block_q4_Kx8 * x, int64_t nb, int64_t ng, const block_q8_
             acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), dx, acc);
             acc = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), mx, acc);
         }
-        alignas(32) float o[8];
-        _mm256_store_ps(o, acc);
-        for (int r = 0; r < 8; ++r)
-            *(float *)((char *)s + (8 * g + r) * bs) = o[r];
+        ggml_repack_store_group(acc, (float *)((char *)s + 8 * g * bs), bs);
     }
 }
 #else
@@ -112,8 +103,7 @@ void gemv_groups(const block_q4_Kx8 * x, int64_t nb, int64_t ng, const block_q8_
                 acc[r] -= (float)msum * (ggml_compute_fp16_to_fp32(b.dmin[r]) * dy);
             }
         }
-        for (int r = 0; r < 8; ++r)
-            *(float *)((char *)s + (8 * g + r) * bs) = acc[r];
+        ggml_repack_store_group(acc, (float *)((char *)s + 8 * g * bs), bs);
     }
 }
 #endif

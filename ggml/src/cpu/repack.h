@@ -21,6 +21,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 struct block_q4_0x8 {
     ggml_fp16_t d[8];
@@ -52,3 +57,22 @@ void ggml_cpu_gemv_repacked(ggml_type type, int64_t K, const void * x, int64_t n
                             size_t bs);
 void ggml_cpu_gemv_q4_0x8(int64_t K, const void * x, int64_t n_groups, const void * y, float * s, size_t bs);
 void ggml_cpu_gemv_q4_Kx8(int64_t K, const void * x, int64_t n_groups, const void * y, float * s, size_t bs);
+
+// Shared by the group mat-vecs: a group's 8 results (row r: v[r]) to s + r * bs bytes (any output row stride).
+inline void ggml_repack_store_group(const float * v, float * s, size_t bs) {
+    for (int r = 0; r < 8; ++r)
+        *(float *)((char *)s + r * bs) = v[r];
+}
+#if defined(__AVX2__)
+inline void ggml_repack_store_group(__m256 v, float * s, size_t bs) {
+    alignas(32) float o[8];
+    _mm256_store_ps(o, v);
+    ggml_repack_store_group(o, s, bs);
+}
+// The 4 activation bytes at p in every dword lane, against the dword of weights each row of a group block holds.
+inline __m256i ggml_repack_bcast4(const int8_t * p) {
+    int32_t v;
+    std::memcpy(&v, p, sizeof(v));
+    return _mm256_set1_epi32(v);
+}
+#endif
