@@ -103,6 +103,7 @@ TEST_CASE("defaults are llama.cpp's where the flags overlap") {
     CHECK(p.n_batch == 512);
     CHECK(p.n_parallel == 1);
     CHECK(p.use_mmap);
+    CHECK(p.use_repack);
     CHECK_FALSE(p.use_mlock);
     CHECK(p.warmup);
     CHECK(p.escape);
@@ -147,6 +148,9 @@ TEST_CASE("two-way switches: the positive and the --no- form") {
     CHECK_FALSE(parse_ok({"--no-mmap"}).use_mmap);
     CHECK(parse_ok({"--no-mmap", "--mmap"}).use_mmap);
     CHECK(parse_ok({"--mlock"}).use_mlock);
+    CHECK_FALSE(parse_ok({"--no-repack"}).use_repack);
+    CHECK_FALSE(parse_ok({"-nr"}).use_repack);  // llama.cpp's short form of --no-repack
+    CHECK(parse_ok({"-nr", "--repack"}).use_repack);
     CHECK_FALSE(parse_ok({"--no-warmup"}).warmup);
     CHECK(parse_ok({"--no-warmup", "--warmup"}).warmup);
     CHECK(parse_ok({"--context-shift"}).context_shift);
@@ -307,7 +311,8 @@ TEST_CASE("llama.cpp flags main does not implement say so; unknown ones stay unk
                            "--in-suffix", "--in-prefix-bos", "--ignore-eos", "-cnv", "-no-cnv", "-st", "--no-warmup",
                            "--log-disable", "--chat-template-file", "--jinja", "--grammar", "--grammar-file", "-j",
                            "-jf", "-sp", "--no-display-prompt", "-co", "--color", "-np", "--no-escape", "-e", "-v",
-                           "-mg", "-sysf", "-bf", "-mli", "-ctk", "-ctv", "-ngl", "--keep", "--context-shift"}) {
+                           "-mg", "-sysf", "-bf", "-mli", "-ctk", "-ctv", "-ngl", "--keep", "--context-shift", "-nr",
+                           "--no-repack", "--repack"}) {
         CHECK_MESSAGE(!llm_cli_is_unsupported(f), f);
     }
 }

@@ -155,3 +155,15 @@ TEST_CASE("bench --no-roofline: no measurement, '-' in the roofline columns") {
     CHECK(rows[2][c_ts + 1] == "-");
     CHECK(rows[2][c_ts + 2] == "-");
 }
+
+TEST_CASE("bench -nr: 1 runs with the file's layout, a bad value is a one-line error and a non-zero exit") {
+    if (!have_tool_and_model()) return;
+    const bench_run ok = bench("--no-roofline -nr 1");
+    REQUIRE_MESSAGE(ok.rc == 0, ok.err);
+    CHECK(table_rows(ok.out).size() == 3);
+    for (const char * v : {"2", "x"}) {
+        const bench_run bad = bench(std::string("-nr ") + v);
+        CHECK(bad.rc != 0);
+        CHECK(bad.err == std::string("error: invalid value '") + v + "' for -nr\n");
+    }
+}
