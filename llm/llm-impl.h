@@ -46,13 +46,14 @@ struct llm_model {
     ggml_context * ctx_repack = nullptr;         // CPU mat-mul weights stored for the decode (cpu/repack.h)
     ggml_backend_buffer_t buf_repack = nullptr;  // their CPU_REPACK buffer
 
-    ggml_tensor * tok_embd = nullptr;     // [n_embd, n_vocab] (always on the CPU)
+    ggml_tensor * tok_embd = nullptr;     // [n_embd, n_vocab] (on the GPU only when everything is: tok_embd_on_gpu)
     ggml_tensor * output_norm = nullptr;  // f32 [n_embd]
     ggml_tensor * output = nullptr;       // [n_embd, n_vocab] (token_embd or its GPU copy when tied)
     std::vector<llm_layer> layers;
 
     int  n_gpu_layers = 0;  // layers actually on the GPU
     bool output_on_gpu = false;
+    bool tok_embd_on_gpu = false;  // with the output, when the whole model and its KV cache fit (model.cpp)
     int  main_gpu = 0;
     bool verbose = false;
     uint64_t n_params = 0;

@@ -3,7 +3,10 @@
 // Every tensor is checked (present, shape, type) before any memory is allocated. CPU weights are used
 // in place from the file mapping (a CPU buffer over the GGUF data section, usage WEIGHTS); layers below
 // n_gpu_layers (and the output when n_gpu_layers > n_layer) are copied once into a device buffer.
-// token_embd always stays on the CPU (get_rows there, as llama.cpp does).
+// token_embd stays on the CPU (get_rows there, as llama.cpp does) unless the whole model is offloaded (-ngl above
+// n_layer) and fits: then it goes to the GPU too, so that a step's graph is one GPU split (no CPU get_rows, no copy of
+// n_embd x n_tokens f32 rows to the device; for a tied output it is the output's copy itself).
+// LLM_EMBD_CPU=1 keeps it on the CPU (A/B, docs/perf.md).
 #include "llm-impl.h"
 
 #ifdef GGML_USE_CUDA
@@ -14,6 +17,7 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdarg>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 
@@ -317,7 +321,35 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
         placed[{t, gpu}] = out;
         return out;
     };
-    m.tok_embd = place(m.tok_embd, false);
+#ifdef GGML_USE_CUDA
+    // the KV cache of the context to come on n layers (0 when the caller gave no n_ctx_hint)
+    auto kv_hint_bytes = [&](int n) -> size_t {
+        const int64_t n_embd_kv = hp.n_embd_k_gqa();
+        return params.n_ctx_hint <= 0 ? 0
+                                      : (size_t) n * params.n_ctx_hint *
+                                            (ggml_row_size(params.type_k_hint, n_embd_kv) +
+                                             ggml_row_size(params.type_v_hint, n_embd_kv));
+    };
+#endif
+    // the token embedding on the GPU with everything else, if the file's tensors and the KV cache fit in free memory
+    // (the file's bytes: the device copies of all its other tensors plus the embedding); a tied output's GPU copy is
+    // the embedding's
+    bool embd_gpu = m.output_on_gpu;
+    if (const char * e = std::getenv("LLM_EMBD_CPU")) embd_gpu = embd_gpu && std::atoi(e) == 0;
+#ifdef GGML_USE_CUDA
+    if (embd_gpu && !hp.tied_output) {
+        size_t free_mem = 0, total_mem = 0;
+        ggml_backend_cuda_get_device_memory(params.main_gpu, &free_mem, &total_mem);
+        const size_t need = gguf_get_file_size(m.gguf) - gguf_get_data_offset(m.gguf) + kv_hint_bytes(n_gpu);
+        if (need > free_mem) {
+            embd_gpu = false;
+            GGML_LOG_INFO("%s: token_embd stays on the CPU: the model and its KV cache need %.1f MiB, CUDA%d has %.1f MiB "
+                          "free\n", __func__, mib(need), params.main_gpu, mib(free_mem));
+        }
+    }
+#endif
+    m.tok_embd = place(m.tok_embd, embd_gpu);
+    m.tok_embd_on_gpu = embd_gpu;
     for (int il = 0; il < hp.n_layer; ++il) {
         llm_layer & L = m.layers[il];
         const bool g = il < n_gpu;
@@ -349,12 +381,7 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
 #ifdef GGML_USE_CUDA
         size_t free_mem = 0, total_mem = 0;
         ggml_backend_cuda_get_device_memory(params.main_gpu, &free_mem, &total_mem);
-        // the KV cache of the context to come, on the offloaded layers
-        const int64_t n_embd_kv = hp.n_embd_k_gqa();
-        const size_t kv_bytes = params.n_ctx_hint <= 0 ? 0
-                                : (size_t) n_gpu * params.n_ctx_hint *
-                                      (ggml_row_size(params.type_k_hint, n_embd_kv) +
-                                       ggml_row_size(params.type_v_hint, n_embd_kv));
+        const size_t kv_bytes = kv_hint_bytes(n_gpu);
         if (dev_bytes + kv_bytes > free_mem) {
             if (kv_bytes == 0) {
                 return tl.fail(strfmt("out of device memory: %d layers need %.1f MiB of weights, CUDA%d has %.1f MiB "
@@ -422,10 +449,10 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
     if (params.progress && total == 0) params.progress(1.0f);
 
     if (params.verbose || !jobs_dev.empty()) {
-        GGML_LOG_INFO("%s: %d/%d layers on %s (%.1f MiB VRAM), CPU weights %.1f MiB%s, output on %s\n", __func__,
-                      n_gpu, hp.n_layer, buft_gpu ? ggml_backend_buft_name(buft_gpu) : "-", mib(dev_bytes),
-                      mib(mmap_bytes + host_bytes + repack_bytes), ctx_host ? "" : " (mmap)",
-                      m.output_on_gpu ? "GPU" : "CPU");
+        GGML_LOG_INFO("%s: %d/%d layers on %s (%.1f MiB VRAM), CPU weights %.1f MiB%s, output on %s, token_embd on "
+                      "%s\n", __func__, n_gpu, hp.n_layer, buft_gpu ? ggml_backend_buft_name(buft_gpu) : "-",
+                      mib(dev_bytes), mib(mmap_bytes + host_bytes + repack_bytes), ctx_host ? "" : " (mmap)",
+                      m.output_on_gpu ? "GPU" : "CPU", m.tok_embd_on_gpu ? "GPU" : "CPU");
     }
     return true;
 }

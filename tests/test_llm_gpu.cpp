@@ -137,6 +137,51 @@ TEST_CASE("llama2 and llama3 shapes Q4_K_M: every -ngl matches the CPU within 4e
     check_all_ngl(gen_quantized("gpu_l3_q4km", std::string(k_l3_256) + " --seed 18", "q4_K_M"), 3, 4e-2);
 }
 
+// -ngl above n_layer puts the token embedding on the GPU too (get_rows there): a step is one GPU split, and its logits
+// equal those with the embedding kept on the CPU (LLM_EMBD_CPU=1: a CPU split for get_rows, its rows copied over)
+// within 1e-6 (the same rows: f32 copied, q8_0 d x q in f32 on both sides). A tied output shares that GPU copy.
+TEST_CASE("full offload: token_embd on the GPU, one split per step; the same logits as with it on the CPU") {
+    struct model_case {
+        std::string path;
+        double tol_cpu; // against the pure CPU path
+    };
+    const std::vector<model_case> models = {
+        {gen_model("gpu_l3_f32", std::string(k_l3) + " --outtype f32 --seed 12"), 1e-3},
+        {gen_model("gpu_l2_q8_tied", std::string(k_l2) + " --outtype q8_0 --tied --seed 23"), 3e-2}};
+    const std::vector<int32_t> toks = random_tokens(30, 300, 5);
+    for (const auto & mc : models) {
+        auto splits_and_logits = [&](int ngl, bool embd_cpu, int * n_splits) {
+            if (embd_cpu) setenv("LLM_EMBD_CPU", "1", 1);
+            llm_model * m = nullptr;
+            llm_context * c = open_ctx(mc.path, ngl, true, GGML_TYPE_F16, &m);
+            unsetenv("LLM_EMBD_CPU");
+            std::string err;
+            std::vector<float> out;
+            REQUIRE_MESSAGE(llm_decode(c, toks.data(), 24, &err), err);
+            for (size_t i = 24; i < toks.size(); ++i)
+                REQUIRE_MESSAGE(llm_decode(c, &toks[i], 1, &err), err);
+            *n_splits = ggml_backend_sched_get_n_splits(llm_get_sched(c)); // of the last step's graph
+            out.assign(llm_get_logits(c), llm_get_logits(c) + 300);
+            llm_context_free(c);
+            llm_model_free(m);
+            return out;
+        };
+        int s_gpu = 0, s_cpu = 0, s_part = 0, s_ref = 0;
+        const auto gpu = splits_and_logits(4, false, &s_gpu);
+        const auto cpu = splits_and_logits(4, true, &s_cpu);
+        splits_and_logits(3, false, &s_part);
+        const auto ref = splits_and_logits(0, false, &s_ref);
+        INFO(mc.path);
+        CHECK(s_gpu == 1);
+        CHECK(s_cpu >= 2); // get_rows on the CPU, then the GPU
+        CHECK(s_part >= 2); // the output on the CPU: the embedding too
+        const double e_embd = rel_err(gpu.data(), cpu.data(), 300), e_ref = rel_err(gpu.data(), ref.data(), 300);
+        MESSAGE(mc.path << ": embedding on the GPU vs on the CPU " << e_embd << ", vs the CPU path " << e_ref);
+        CHECK(e_embd < 1e-6);
+        CHECK(e_ref < mc.tol_cpu);
+    }
+}
+
 // Many sequences in one batch on the GPU (every layer offloaded) against each sequence alone on the CPU: the
 // scenario of test_llm_batch.cpp (prompts split across graphs, a shared prefix, an id reused). f32 weights and
 // A q8_0 KV cache with flash attention, head size 128 and GQA 4 (the decode path of Llama-3-8B: decode attention on
