@@ -286,6 +286,20 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
     m.n_gpu_layers = n_gpu;
     m.output_on_gpu = buft_gpu && params.n_gpu_layers > hp.n_layer;
     m.main_gpu = params.main_gpu;
+#ifdef GGML_USE_CUDA
+    // free device memory, and the KV cache of the context to come on the offloaded layers (0 without n_ctx_hint):
+    // both weighed against the weights before any upload
+    size_t free_mem = 0, kv_bytes = 0;
+    if (buft_gpu) {
+        size_t total_mem = 0;
+        ggml_backend_cuda_get_device_memory(params.main_gpu, &free_mem, &total_mem);
+        const int64_t n_embd_kv = hp.n_embd_k_gqa();
+        if (params.n_ctx_hint > 0) {
+            kv_bytes = (size_t) n_gpu * params.n_ctx_hint *
+                       (ggml_row_size(params.type_k_hint, n_embd_kv) + ggml_row_size(params.type_v_hint, n_embd_kv));
+        }
+    }
+#endif
 
     ggml_backend_buffer_type_t buft_cpu = ggml_backend_cpu_buffer_type();
     const size_t n_dev_tensors = 16 + 12 * (size_t) hp.n_layer;
@@ -321,16 +335,6 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
         placed[{t, gpu}] = out;
         return out;
     };
-#ifdef GGML_USE_CUDA
-    // the KV cache of the context to come on n layers (0 when the caller gave no n_ctx_hint)
-    auto kv_hint_bytes = [&](int n) -> size_t {
-        const int64_t n_embd_kv = hp.n_embd_k_gqa();
-        return params.n_ctx_hint <= 0 ? 0
-                                      : (size_t) n * params.n_ctx_hint *
-                                            (ggml_row_size(params.type_k_hint, n_embd_kv) +
-                                             ggml_row_size(params.type_v_hint, n_embd_kv));
-    };
-#endif
     // the token embedding on the GPU with everything else, if the file's tensors and the KV cache fit in free memory
     // (the file's bytes: the device copies of all its other tensors plus the embedding); a tied output's GPU copy is
     // the embedding's
@@ -338,9 +342,7 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
     if (const char * e = std::getenv("LLM_EMBD_CPU")) embd_gpu = embd_gpu && std::atoi(e) == 0;
 #ifdef GGML_USE_CUDA
     if (embd_gpu && !hp.tied_output) {
-        size_t free_mem = 0, total_mem = 0;
-        ggml_backend_cuda_get_device_memory(params.main_gpu, &free_mem, &total_mem);
-        const size_t need = gguf_get_file_size(m.gguf) - gguf_get_data_offset(m.gguf) + kv_hint_bytes(n_gpu);
+        const size_t need = gguf_get_file_size(m.gguf) - gguf_get_data_offset(m.gguf) + kv_bytes;
         if (need > free_mem) {
             embd_gpu = false;
             GGML_LOG_INFO("%s: token_embd stays on the CPU: the model and its KV cache need %.1f MiB, CUDA%d has %.1f MiB "
@@ -379,9 +381,6 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
 
     if (!jobs_dev.empty()) {
 #ifdef GGML_USE_CUDA
-        size_t free_mem = 0, total_mem = 0;
-        ggml_backend_cuda_get_device_memory(params.main_gpu, &free_mem, &total_mem);
-        const size_t kv_bytes = kv_hint_bytes(n_gpu);
         if (dev_bytes + kv_bytes > free_mem) {
             if (kv_bytes == 0) {
                 return tl.fail(strfmt("out of device memory: %d layers need %.1f MiB of weights, CUDA%d has %.1f MiB "

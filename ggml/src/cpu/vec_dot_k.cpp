@@ -297,6 +297,13 @@ inline __m128i fold_rows4_i16(const __m128i * p) {
     return _mm_add_epi16(_mm_unpacklo_epi64(t01, t23), _mm_unpackhi_epi64(t01, t23));
 }
 
+// Four rows' 4 x int32 partial sums -> one register whose dword r holds row r's total.
+inline __m128i sum_rows4_i32(__m128i r0, __m128i r1, __m128i r2, __m128i r3) {
+    const __m128i u01 = _mm_add_epi32(_mm_unpacklo_epi32(r0, r1), _mm_unpackhi_epi32(r0, r1));
+    const __m128i u23 = _mm_add_epi32(_mm_unpacklo_epi32(r2, r3), _mm_unpackhi_epi32(r2, r3));
+    return _mm_add_epi32(_mm_unpacklo_epi64(u01, u23), _mm_unpackhi_epi64(u01, u23));
+}
+
 // q4_K 4 x 1 (decode), as the q4_0 one in vec_dot_q4_q5.cpp: Zen 1 splits 256-bit ops and has one pipe for
 // vpmaddubsw / vpmaddwd, and the generic tile above spends per row and 32-weight chunk a 256-bit maddubs, madd
 // with the scales, add, plus the scale shuffles. Here, per chunk: 128-bit halves, each row's two vpmaddubsw added
@@ -370,9 +377,7 @@ inline void tile_avx2_q4_K_4x1(int64_t n, const void * vx, size_t bx, const void
         const __m128i b1 = _mm_madd_epi16(_mm_unpackhi_epi8(m01, zero), ys);
         const __m128i b2 = _mm_madd_epi16(_mm_unpacklo_epi8(m23, zero), ys);
         const __m128i b3 = _mm_madd_epi16(_mm_unpackhi_epi8(m23, zero), ys);
-        const __m128i u01 = _mm_add_epi32(_mm_unpacklo_epi32(b0, b1), _mm_unpackhi_epi32(b0, b1));
-        const __m128i u23 = _mm_add_epi32(_mm_unpacklo_epi32(b2, b3), _mm_unpackhi_epi32(b2, b3));
-        const __m128i bias = _mm_add_epi32(_mm_unpacklo_epi64(u01, u23), _mm_unpackhi_epi64(u01, u23));
+        const __m128i bias = sum_rows4_i32(b0, b1, b2, b3);
         // d, dmin of the 4 rows: 8 f16 -> d0 m0 d1 m1 | d2 m2 d3 m3
         const __m256 dm = _mm256_cvtph_ps(_mm_load_si128((const __m128i *)dd));
         const __m128 lo = _mm256_castps256_ps128(dm), hi = _mm256_extractf128_ps(dm, 1);
@@ -404,7 +409,6 @@ inline void tile_avx2_q6_K_4x1(int64_t n, const void * vx, size_t bx, const void
     const block_q6_K * x[4];
     ggml_tile_rows(vx, bx, 4, x);
     const block_q8_K * y = (const block_q8_K *)vy;
-    const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
     __m128 acc = _mm_setzero_ps();
     for (int64_t ib = 0; ib < nb; ++ib) {
 #if GGML_K_AVX2_PREFETCH
@@ -424,20 +428,12 @@ inline void tile_avx2_q6_K_4x1(int64_t n, const void * vx, size_t bx, const void
         const __m256i A23 = _mm256_unpacklo_epi16(W[2], W[3]), B23 = _mm256_unpackhi_epi16(W[2], W[3]);
         __m256i i01 = _mm256_setzero_si256(), i23 = _mm256_setzero_si256(); // int32: rows 0 1 0 1 | 0 1 0 1, 2 3
         static_for<8>([&](auto jk) {
-            // groups g = 2j (low lane) and 2j + 1 (high lane): ql / qh / y bytes of the pair are contiguous
+            // groups g = 2j (low lane) and 2j + 1 (high lane): weights 32j .. 32j + 31 (quant_chunk)
             constexpr int j = decltype(jk)::value, h = j / 4, k = j % 4;
             const __m256i yv = load256(yb.qs + 32 * j);
             __m256i p[4];
-            for (int r = 0; r < 4; ++r) {
-                __m256i ql = load256(x[r][ib].ql + 64 * h + 32 * (k % 2));
-                if constexpr (k >= 2) ql = _mm256_srli_epi16(ql, 4);
-                __m256i qh = load256(x[r][ib].qh + 32 * h);
-                if constexpr (k == 0) qh = _mm256_slli_epi16(qh, 4);
-                if constexpr (k == 1) qh = _mm256_slli_epi16(qh, 2);
-                if constexpr (k == 3) qh = _mm256_srli_epi16(qh, 2);
-                const __m256i u = _mm256_or_si256(_mm256_and_si256(ql, m4), _mm256_and_si256(qh, m30));
-                p[r] = _mm256_maddubs_epi16(u, yv);
-            }
+            for (int r = 0; r < 4; ++r)
+                p[r] = _mm256_maddubs_epi16(quant_chunk<j>(x[r][ib]), yv);
             // the scales of groups 2j | 2j + 1 for rows 0 1 (2 3): int16 s0 s0 s1 s1 s0 s0 s1 s1 per lane, from
             // the 128-bit half of A / B holding groups 8h + 4 (k / 2) .. + 3, copied to both lanes
             constexpr int sel = h ? 0xEE : 0x44;
@@ -462,9 +458,7 @@ inline void tile_avx2_q6_K_4x1(int64_t n, const void * vx, size_t bx, const void
             const __m256i t = _mm256_madd_epi16(W[r], bs);
             bsr[r] = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256(t, 1));
         }
-        const __m128i u01 = _mm_add_epi32(_mm_unpacklo_epi32(bsr[0], bsr[1]), _mm_unpackhi_epi32(bsr[0], bsr[1]));
-        const __m128i u23 = _mm_add_epi32(_mm_unpacklo_epi32(bsr[2], bsr[3]), _mm_unpackhi_epi32(bsr[2], bsr[3]));
-        const __m128i bias = _mm_add_epi32(_mm_unpacklo_epi64(u01, u23), _mm_unpackhi_epi64(u01, u23));
+        const __m128i bias = sum_rows4_i32(bsr[0], bsr[1], bsr[2], bsr[3]);
         const __m128i tot = _mm_sub_epi32(isum, _mm_slli_epi32(bias, 5));
         __m128i dh = _mm_cvtsi32_si128(x[0][ib].d);
         dh = _mm_insert_epi16(dh, x[1][ib].d, 1);
