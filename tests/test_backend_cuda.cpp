@@ -1311,8 +1311,8 @@ TEST_CASE("fused mat-vec group: q/k/v of one normed activation in one launch (q8
             }
         }
     }
-    // Q4_K_M-style q/k/v: q and k q4_K, v q6_K. One kernel serves one type: q and k fuse as a pair, v runs alone
-    // (it still reads the activation the norm quantized)
+    // Q4_K_M-style q/k/v: q and k q4_K, v q6_K: one launch of the mixed group (mmvq-mix.cu) reading the activation
+    // the norm quantized
     const fusion_counts c = compare_layer(
         be, "q4_K q, k + q6_K v",
         [](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
@@ -1331,9 +1331,14 @@ TEST_CASE("fused mat-vec group and gate/up+swiglu equal the separate kernels bit
     // per-row arithmetic on the same quantized activation
     backends be;
     ggml_backend_t plain = cuda_init_no_fusion();
-    for (ggml_type wt : {GGML_TYPE_Q8_0, GGML_TYPE_F16, GGML_TYPE_Q4_0, GGML_TYPE_Q5_1, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K,
-                         GGML_TYPE_Q6_K}) {
+    // (the last two: q and k of the first type, v of the second, as the K-quant mixes' attn_v: mmvq-mix.cu)
+    const std::pair<ggml_type, ggml_type> types[] = {
+        {GGML_TYPE_Q8_0, GGML_TYPE_Q8_0}, {GGML_TYPE_F16, GGML_TYPE_F16},   {GGML_TYPE_Q4_0, GGML_TYPE_Q4_0},
+        {GGML_TYPE_Q5_1, GGML_TYPE_Q5_1}, {GGML_TYPE_Q3_K, GGML_TYPE_Q3_K}, {GGML_TYPE_Q4_K, GGML_TYPE_Q4_K},
+        {GGML_TYPE_Q6_K, GGML_TYPE_Q6_K}, {GGML_TYPE_Q4_K, GGML_TYPE_Q6_K}, {GGML_TYPE_Q3_K, GGML_TYPE_Q5_K}};
+    for (const auto & [wt, wtv] : types) {
         for (bool glu : {false, true}) {
+            if (glu && wt != wtv) continue;
             const int64_t K = 4096;
             const layer_fn build = [=](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
                 ggml_tensor * x = leaf(cg, GGML_TYPE_F32, K, 1, 1, "x");
@@ -1344,13 +1349,13 @@ TEST_CASE("fused mat-vec group and gate/up+swiglu equal the separate kernels bit
                 }
                 return std::vector<ggml_tensor *>{ggml_mul_mat(cg, leaf(cw, wt, K, 333, 1, "wq"), x),
                                                   ggml_mul_mat(cg, leaf(cw, wt, K, 1024, 1, "wk"), x),
-                                                  ggml_mul_mat(cg, leaf(cw, wt, K, 37, 1, "wv"), x)};
+                                                  ggml_mul_mat(cg, leaf(cw, wtv, K, 37, 1, "wv"), x)};
             };
             const fusion_counts c0 = fusion_stats(be.cuda);
             const layer_result fused = run_layer(be.cuda, build, 9);
             const fusion_counts c1 = fusion_stats(be.cuda);
             const layer_result sep = run_layer(plain, build, 9);
-            INFO(ggml_type_name(wt), glu ? " gate/up+swiglu" : " q/k/v");
+            INFO(ggml_type_name(wt), " ", ggml_type_name(wtv), glu ? " gate/up+swiglu" : " q/k/v");
             REQUIRE(fused.ok);
             REQUIRE(sep.ok);
             CHECK((glu ? c1.glu - c0.glu : c1.mmv - c0.mmv) > 0);
@@ -1671,6 +1676,7 @@ TEST_CASE("q/k/v mat-vecs with the rope and the KV stores in their epilogue (dec
         ggml_type wt, ct;
         bool v_trans, ff, big_pos, q_out;
         int n_dims, mode;
+        ggml_type wv = GGML_TYPE_COUNT; // v's weight type when not wt (the K-quant mixes' attn_v)
     };
     const int64_t hd = 64, hq = 8, hk = 2, K = 256, n_ctx = 9;
     const rc cases[] = {
@@ -1681,9 +1687,13 @@ TEST_CASE("q/k/v mat-vecs with the rope and the KV stores in their epilogue (dec
         {GGML_TYPE_Q6_K, GGML_TYPE_F32, true, true, false, false, 64, GGML_ROPE_TYPE_NORMAL},
         {GGML_TYPE_Q4_0, GGML_TYPE_F16, false, false, false, true, 64, GGML_ROPE_TYPE_NORMAL},
         {GGML_TYPE_Q4_0, GGML_TYPE_F16, false, false, false, false, 64, GGML_ROPE_TYPE_NEOX},
+        {GGML_TYPE_Q4_K, GGML_TYPE_F16, false, false, false, false, 64, GGML_ROPE_TYPE_NORMAL, GGML_TYPE_Q6_K},
+        {GGML_TYPE_Q3_K, GGML_TYPE_F16, true, false, false, false, 64, GGML_ROPE_TYPE_NORMAL, GGML_TYPE_Q5_K},
     };
     for (const rc & c : cases) {
-        const std::string name = std::string("q/k/v+rope ") + ggml_type_name(c.wt) + " cache " + ggml_type_name(c.ct) +
+        const ggml_type wv = c.wv == GGML_TYPE_COUNT ? c.wt : c.wv;
+        const std::string name = std::string("q/k/v+rope ") + ggml_type_name(c.wt) + "/" + ggml_type_name(wv) +
+                                 " cache " + ggml_type_name(c.ct) +
                                  (c.v_trans ? " v_trans" : "") + (c.ff ? " ff" : "") + (c.big_pos ? " pos 64k+" : "") +
                                  (c.q_out ? " q also output" : "") + " n_dims " + std::to_string(c.n_dims) +
                                  (c.mode == GGML_ROPE_TYPE_NEOX ? " neox" : "");
@@ -1691,7 +1701,7 @@ TEST_CASE("q/k/v mat-vecs with the rope and the KV stores in their epilogue (dec
             ggml_tensor * x = leaf(cg, GGML_TYPE_F32, K, 1, 1, "x");
             ggml_tensor * q = ggml_mul_mat(cg, leaf(cw, c.wt, K, hd * hq, 1, "wq"), x);
             ggml_tensor * k = ggml_mul_mat(cg, leaf(cw, c.wt, K, hd * hk, 1, "wk"), x);
-            ggml_tensor * v = ggml_mul_mat(cg, leaf(cw, c.wt, K, hd * hk, 1, "wv"), x);
+            ggml_tensor * v = ggml_mul_mat(cg, leaf(cw, wv, K, hd * hk, 1, "wv"), x);
             for (ggml_tensor * t : {q, k, v})
                 ggml_build_forward_expand(gf, t);
             ggml_tensor * pos = leaf(cg, GGML_TYPE_I32, 1, 1, 1, c.big_pos ? "posbig" : "pos");
@@ -1712,7 +1722,7 @@ TEST_CASE("q/k/v mat-vecs with the rope and the KV stores in their epilogue (dec
             if (c.q_out) outs.push_back(q);
             return outs;
         };
-        const fusion_counts n = compare_layer(be, name, build, wtol(c.wt));
+        const fusion_counts n = compare_layer(be, name, build, std::max(wtol(c.wt), wtol(wv)));
         INFO(name);
         const bool fused = !c.q_out && c.mode == GGML_ROPE_TYPE_NORMAL;
         CHECK((n.mmv_rope > 0) == fused);

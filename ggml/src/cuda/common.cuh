@@ -131,6 +131,7 @@ struct ggml_cuda_context {
     // their gate/up + SwiGLU (GGML_CUDA_QT_RPW_GLU=1|2; 0: per type); GGML_CUDA_Q8_V6=1: repacked q8_0 decode
     // through mmvq.cu's v6 kernels instead of those
     int qt_rpw = 2, qt_rpw_glu = 0;
+    bool no_mmv_mix = false; // GGML_CUDA_NO_MMV_MIX: no q/k/v group of mixed weight types (mmvq-mix.cu)
     bool q8_qt = true;
     // quantized weights times N > ggml_cuda_mmv_max_n columns through the tensor-core GEMM (mmq.cuh) up to
     // mmq_max_n columns (GGML_CUDA_MMQ_MAX_N; -1: the per-type crossover of mulmat.cu), beyond through

@@ -371,7 +371,18 @@ template <typename T> static fattn_vec_fn fattn_vec_pick_d(int D, int n_q, bool 
 }
 
 // Decode: KV splits so that the grid is one wave of resident blocks (occupancy of the kernel), at least one
-// warp step of S keys per warp and split; the last block of each kv head merges the splits (p.counters).
+// warp step of S keys per warp and at least fattn_split_keys() keys per split; the last block of each kv head merges
+// the splits (p.counters).
+// GGML_CUDA_FATTN_SPLIT_KEYS=n (default 512): at a short depth one block per kv head reads every key, as the
+// merge (partials written, a count, the last block reading them back) costs more than it saves. H200, Llama-2-7B
+// tg128 (depth 0-128), 2 splits -> 1: q4_0 561-567 -> 577-580 t/s, q8_0 406 -> 417-423, Q4_K_M 492 -> 501-502;
+// at depth 4096 (8 splits either way) q8_0 313-315 t/s with 0 / 1024 (2048: 299).
+static int fattn_split_keys() {
+    static const int n = std::getenv("GGML_CUDA_FATTN_SPLIT_KEYS") ? std::atoi(std::getenv("GGML_CUDA_FATTN_SPLIT_KEYS"))
+                                                                   : 512;
+    return n;
+}
+
 static void fattn_vec_launch(ggml_cuda_context & ctx, fa_params & p, fattn_vec_fn fn, int W, int S, size_t smem = 0) {
     const int n_q = p.n_tokens * p.r, n_head_kv = p.n_head / p.r;
     static thread_local std::map<std::pair<const void *, int>, int> occupancy; // blocks per SM: kernel, device
@@ -380,7 +391,8 @@ static void fattn_vec_launch(ggml_cuda_context & ctx, fa_params & p, fattn_vec_f
         CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, fn, W * 32, smem));
         occ = std::max(occ, 1);
     }
-    int64_t n_split = std::min<int64_t>(occ * ctx.n_sm / n_head_kv, cuda_ceil_div(p.n_kv, W * S));
+    int64_t n_split =
+        std::min<int64_t>(occ * ctx.n_sm / n_head_kv, cuda_ceil_div(p.n_kv, std::max(W * S, fattn_split_keys())));
     if (n_split < 1 || n_head_kv > GGML_CUDA_N_COUNTERS_EPI) n_split = 1;
     p.kv_per_split = (int)(cuda_ceil_div(cuda_ceil_div(p.n_kv, n_split), S) * S);
     p.n_split = (int)cuda_ceil_div(p.n_kv, p.kv_per_split);

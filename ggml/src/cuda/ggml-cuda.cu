@@ -1334,6 +1334,7 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
     ctx->twice_mask = twice_mask_of(std::getenv("GGML_CUDA_TWICE"));
     if (const char * rpw = std::getenv("GGML_CUDA_QT_RPW")) ctx->qt_rpw = atoi(rpw) == 1 ? 1 : atoi(rpw) == 4 ? 4 : 2;
     if (const char * rpw = std::getenv("GGML_CUDA_QT_RPW_GLU")) ctx->qt_rpw_glu = atoi(rpw) == 2 ? 2 : 1;
+    ctx->no_mmv_mix = std::getenv("GGML_CUDA_NO_MMV_MIX") != nullptr;
     ctx->q8_qt = std::getenv("GGML_CUDA_Q8_V6") == nullptr;
     ctx->use_mmq = std::getenv("GGML_CUDA_NO_MMQ") == nullptr;
     ctx->use_dq_ahead = std::getenv("GGML_CUDA_NO_DQ_AHEAD") == nullptr;

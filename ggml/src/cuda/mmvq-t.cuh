@@ -16,6 +16,8 @@
 #include "qtypes.cuh"
 #include "quantize.cuh"
 
+#include <type_traits>
+
 // ggml_cuda_qt_epi (mmvq.cuh) as the kernels take it: the q8 buffer split into its arrays
 struct qt_epi_dev {
     const float * nsq_in;
@@ -79,16 +81,25 @@ static __device__ __forceinline__ void qt_load(const qregs (&w)[NW], const int64
     }
 }
 
+// Chunks a lane keeps in flight in the kernels that run about one wave of blocks (the q/k/v group, the wo / ffn_down
+// mat-vec of one block per 32 rows), at RPW rows per warp: q8_0 twice its T::U (4 of its 34-byte chunks: those
+// kernels then have ~2x the weight bytes in flight per SM). H200, Llama-2-7B tg128 q8_0 403 -> 434 t/s; the same
+// for the gate/up kernel (2.6 waves) was slower (427), and so was doubling U for q4_0 (567 -> 552) and Q4_K_M
+// (485 -> 472): their registers, not their bytes in flight, limit those kernels.
+template <typename T, int RPW> constexpr int qt_u_wave() {
+    return T::type == GGML_TYPE_Q8_0 && RPW <= 2 ? 2 * T::U : T::U;
+}
+
 // This lane's part of the dots of NW weight rows (row m: regions w[m], first block b0[m]; nch chunks) with NC
 // activation rows (row c: quants xq + c*K, scales and sums xd/xs + c*K/32). early: the weights may be loaded
 // before pdl_wait().
 // nsq (nullable): this lane's part of the sum of the K/32 values nsq (a deferred norm, qt_epi_dev) into nss.
-template <typename T, int NC, int NW>
+template <typename T, int NC, int NW, int U = T::U>
 static __device__ __forceinline__ void qt_rows_dot(const qregs (&w)[NW], const int64_t (&b0)[NW], int nch,
                                                    const int8_t * __restrict__ xq, const float * __restrict__ xd,
                                                    const int * __restrict__ xs, int K, int lane, bool early,
                                                    float (&acc)[NW][NC], const float * nsq, float & nss) {
-    constexpr int U = T::U, CPB = T::CPB;
+    constexpr int CPB = T::CPB;
     const int sub = lane % CPB; // chunk ch = lane + 32 i is chunk ch % CPB of its block: the same for every i
     typename T::W wv[U][NW];
     if (!early) pdl_wait();
@@ -144,7 +155,7 @@ static __global__ void __launch_bounds__(WPB * 32)
     const int64_t x0 = bz * NC;
     float acc[RPW][NC] = {};
     float nss = 0.0f;
-    qt_rows_dot<T, NC, RPW>(wr, b0, nbr * T::CPB, xq + x0 * K, xd + x0 * (K / 32), xs + x0 * (K / 32), K, lane,
+    qt_rows_dot<T, NC, RPW, WPB * RPW == 32 ? qt_u_wave<T, RPW>() : T::U>(wr, b0, nbr * T::CPB, xq + x0 * K, xd + x0 * (K / 32), xs + x0 * (K / 32), K, lane,
                             early != 0, acc, e.nsq_in, nss);
     const float sc = qt_norm_scale(e, nss, K);
     __shared__ float h[WPB * RPW]; // the block's rows for the q8 epilogue
@@ -201,7 +212,9 @@ static __device__ __forceinline__ void qt_rope_pair(const ggml_cuda_qt_rope & rp
     }
 }
 
-template <typename T, int RPW>
+// TV: the type of weight 2 (v of a q/k/v group; the K-quant mixes quantize attn_v with more bits, e.g. Q4_K_M's q6_K
+// beside q4_K q and k): its blocks take TV's row loop (block-uniform branch), the others T's
+template <typename T, typename TV, int RPW>
 static __global__ void __launch_bounds__(128)
     k_qt_group(const qt_group_args g, const int8_t * __restrict__ xq, const float * __restrict__ xd,
                const int * __restrict__ xs, int K, const qt_epi_dev e, const ggml_cuda_qt_rope rp) {
@@ -213,18 +226,26 @@ static __global__ void __launch_bounds__(128)
     const int64_t M = m == 2 ? g.M[2] : m == 1 ? g.M[1] : g.M[0];
     const int64_t row0 = ((b - bm0) * 4 + threadIdx.x / 32) * RPW;
     if (row0 >= M) return;
-    const int nbr = K / T::QK;
     const qregs w = m == 2 ? g.w[2] : m == 1 ? g.w[1] : g.w[0];
-    qregs wr[RPW];
-    int64_t b0[RPW];
-#pragma unroll
-    for (int r = 0; r < RPW; ++r) {
-        wr[r] = w;
-        b0[r] = (row0 + r < M ? row0 + r : M - 1) * nbr;
-    }
     float acc[RPW][1] = {};
     float nss = 0.0f;
-    qt_rows_dot<T, 1, RPW>(wr, b0, nbr * T::CPB, xq, xd, xs, K, lane, true, acc, e.nsq_in, nss);
+    auto rows = [&](auto tt) {
+        using TT = decltype(tt);
+        const int nbr = K / TT::QK;
+        qregs wr[RPW];
+        int64_t b0[RPW];
+#pragma unroll
+        for (int r = 0; r < RPW; ++r) {
+            wr[r] = w;
+            b0[r] = (row0 + r < M ? row0 + r : M - 1) * nbr;
+        }
+        qt_rows_dot<TT, 1, RPW, qt_u_wave<TT, RPW>()>(wr, b0, nbr * TT::CPB, xq, xd, xs, K, lane, true, acc, e.nsq_in,
+                                                      nss);
+    };
+    if (std::is_same_v<T, TV> || m != 2)
+        rows(T{});
+    else
+        rows(TV{});
     const float sc = qt_norm_scale(e, nss, K);
     float * dst = m == 2 ? g.dst[2] : m == 1 ? g.dst[1] : g.dst[0];
     float v[RPW];
@@ -371,25 +392,27 @@ static void qt_mmvq(ggml_cuda_context & ctx, const ggml_tensor * a, const void *
 #undef QT_MMVQ
 }
 
-template <typename T>
+// TV: weight 2's type (k_qt_group); a mixed group needs rows per warp 2
+template <typename T, typename TV = T>
 static void qt_group(ggml_cuda_context & ctx, const ggml_tensor * const * dsts, int n, const void * bq,
                      const ggml_cuda_qt_epi * epi, const ggml_cuda_qt_rope * rope) {
     GGML_ASSERT(n >= 1 && n <= MMV_GROUP_MAX);
     GGML_ASSERT(!epi || (!epi->res && !epi->q8)); // a deferred norm only
     GGML_ASSERT(!rope || (n == 3 && ctx.qt_rpw % 2 == 0 && rope->D % 2 == 0));
+    GGML_ASSERT((std::is_same_v<T, TV>) || (n == 3 && ctx.qt_rpw == 2));
     ggml_cuda_qt_rope rp = {};
     if (rope) rp = *rope;
     const qt_epi_dev e = qt_epi_dev_of(epi, 0);
     const int64_t K = dsts[0]->src[0]->ne[0];
-    GGML_ASSERT(K % T::QK == 0 && K <= INT32_MAX);
+    GGML_ASSERT(K % T::QK == 0 && K % TV::QK == 0 && K <= INT32_MAX);
     qt_group_args g = {};
     int64_t blk[MMV_GROUP_MAX + 1] = {0, 0, 0, 0};
     for (int m = 0; m < MMV_GROUP_MAX; ++m) {
         if (m < n) {
             const ggml_tensor * a = dsts[m]->src[0];
-            GGML_ASSERT(a->type == T::type && ggml_cuda_kernel_layout(a) && a->ne[0] == K && ggml_nrows(a) == a->ne[1]);
+            GGML_ASSERT(a->type == (m == 2 ? TV::type : T::type) && ggml_cuda_kernel_layout(a) && a->ne[0] == K && ggml_nrows(a) == a->ne[1]);
             GGML_ASSERT(dsts[m]->type == GGML_TYPE_F32 && ggml_nelements(dsts[m]) == a->ne[1]);
-            g.w[m] = qt_regs_of(T::type, a->data, ggml_nelements(a) / T::QK);
+            g.w[m] = qt_regs_of(a->type, a->data, ggml_nelements(a) / (m == 2 ? TV::QK : T::QK));
             g.dst[m] = (float *)dsts[m]->data;
             g.M[m] = a->ne[1];
         }
@@ -400,14 +423,17 @@ static void qt_group(ggml_cuda_context & ctx, const ggml_tensor * const * dsts, 
     const int64_t nblk = blk[MMV_GROUP_MAX];
     if (nblk == 0) return;
     const q8s_view x = q8s_view_of(const_cast<void *>(bq), 1, K);
-    if (ctx.qt_rpw == 4)
-        ggml_cuda_launch(ctx, k_qt_group<T, 4>, dim3((unsigned)nblk), dim3(128), 0, g, (const int8_t *)x.qs,
+    if constexpr (!std::is_same_v<T, TV>)
+        ggml_cuda_launch(ctx, k_qt_group<T, TV, 2>, dim3((unsigned)nblk), dim3(128), 0, g, (const int8_t *)x.qs,
+                         (const float *)x.d, (const int *)x.s, (int)K, e, rp);
+    else if (ctx.qt_rpw == 4)
+        ggml_cuda_launch(ctx, k_qt_group<T, TV, 4>, dim3((unsigned)nblk), dim3(128), 0, g, (const int8_t *)x.qs,
                          (const float *)x.d, (const int *)x.s, (int)K, e, rp);
     else if (ctx.qt_rpw == 2)
-        ggml_cuda_launch(ctx, k_qt_group<T, 2>, dim3((unsigned)nblk), dim3(128), 0, g, (const int8_t *)x.qs,
+        ggml_cuda_launch(ctx, k_qt_group<T, TV, 2>, dim3((unsigned)nblk), dim3(128), 0, g, (const int8_t *)x.qs,
                          (const float *)x.d, (const int *)x.s, (int)K, e, rp);
     else
-        ggml_cuda_launch(ctx, k_qt_group<T, 1>, dim3((unsigned)nblk), dim3(128), 0, g, (const int8_t *)x.qs,
+        ggml_cuda_launch(ctx, k_qt_group<T, TV, 1>, dim3((unsigned)nblk), dim3(128), 0, g, (const int8_t *)x.qs,
                          (const float *)x.d, (const int *)x.s, (int)K, e, rp);
 }
 

@@ -87,5 +87,9 @@ struct ggml_cuda_qt_fns {
 };
 // nullptr for types without (f32, f16, q8_0, ...)
 const ggml_cuda_qt_fns * ggml_cuda_qt(ggml_type type);
+// a q/k/v group (n = 3, rows per warp 2) with q and k of type qk and v of type v != qk (mmvq-mix.cu): the K-quant
+// mixes' pairs, else nullptr
+using ggml_cuda_qt_group_fn = decltype(ggml_cuda_qt_fns::group);
+ggml_cuda_qt_group_fn ggml_cuda_qt_group_mixed(ggml_type qk, ggml_type v);
 // repacked q8_0 through the kernels of mmvq-t.cuh (unless GGML_CUDA_Q8_V6): their function table, else nullptr
 const ggml_cuda_qt_fns * ggml_cuda_qt_q8r(const ggml_cuda_context & ctx, const ggml_tensor * a);

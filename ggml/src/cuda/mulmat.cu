@@ -355,6 +355,18 @@ static bool overlaps(const ggml_tensor * a, const ggml_tensor * b) {
     return a0 < b1 && b0 < a1;
 }
 
+// the launcher of a group of quantized weights of mmvq-t.cuh: their type's, or a mixed one when the third weight's type
+// differs from the first two's (nullptr: none)
+static ggml_cuda_qt_group_fn group_fn_of(const ggml_cuda_context & ctx, const ggml_tensor * const * mm, int n) {
+    const ggml_tensor *a0 = mm[0]->src[0], *a2 = mm[n - 1]->src[0];
+    const ggml_cuda_qt_fns * qt = qt_fns_of(ctx, a0);
+    if (!qt) return nullptr;
+    if (a2->type == a0->type) return qt->group;
+    if (n != 3 || mm[1]->src[0]->type != a0->type || ctx.qt_rpw != 2 || ggml_cuda_q8_repacked(a2) || ctx.no_mmv_mix)
+        return nullptr;
+    return ggml_cuda_qt_group_mixed(a0->type, a2->type);
+}
+
 bool ggml_cuda_mul_mat_group_ok(const ggml_cuda_context & ctx, const ggml_tensor * const * mm, int n) {
     if (n < 2 || n > MMV_GROUP_MAX) return false;
     const ggml_tensor * x = mm[0]->src[1];
@@ -377,9 +389,11 @@ bool ggml_cuda_mul_mat_group_ok(const ggml_cuda_context & ctx, const ggml_tensor
         if (t->op != GGML_OP_MUL_MAT || t->src[1] != x || !a) return false;
         if (t->type != GGML_TYPE_F32 || !ggml_is_contiguous(t) || t->ne[0] != a->ne[1] || ggml_nrows(t) != 1)
             return false;
+        // (v of a q/k/v group may have another type where a mixed instance exists: mmvq-mix.cu)
+        const bool type_ok = a->type == a0->type || (qt && m == 2 && n == 3 && group_fn_of(ctx, mm, n));
         const bool w_ok =
             q8   ? ggml_cuda_q8_repacked(a) && a->ne[0] == K && a->ne[2] == 1 && a->ne[3] == 1
-            : qt ? a->type == a0->type && ggml_cuda_kernel_layout(a) && a->ne[0] == K && a->ne[2] == 1 && a->ne[3] == 1
+            : qt ? type_ok && ggml_cuda_kernel_layout(a) && a->ne[0] == K && a->ne[2] == 1 && a->ne[3] == 1
                  : ggml_cuda_mmv_f16_fusable(a, K);
         if (!w_ok) return false;
         if (overlaps(t, x)) return false; // f16 kernels read x while writing (q8: harmless, but never seen)
@@ -391,10 +405,10 @@ void ggml_cuda_mul_mat_group(ggml_cuda_context & ctx, ggml_tensor * const * mm, 
     GGML_ASSERT(ggml_cuda_mul_mat_group_ok(ctx, mm, n));
     const ggml_tensor * x = mm[0]->src[1];
     const ggml_tensor * a0 = mm[0]->src[0];
-    if (const ggml_cuda_qt_fns * qt = qt_fns_of(ctx, a0)) {
+    if (qt_fns_of(ctx, a0)) {
         const void * bq = quantized_b(ctx, x);
         const ggml_cuda_qt_epi e = epi_in(ctx, bq);
-        qt->group(ctx, mm, n, bq, e.nsq_in ? &e : nullptr, nullptr);
+        group_fn_of(ctx, mm, n)(ctx, mm, n, bq, e.nsq_in ? &e : nullptr, nullptr);
     } else if (ggml_cuda_q8_repacked(a0)) {
         ggml_cuda_mmvq_q8r_group(ctx, mm, n, quantized_b_plain(ctx, x));
     } else {
@@ -437,7 +451,7 @@ void ggml_cuda_mul_mat_group_rope(ggml_cuda_context & ctx, ggml_tensor * const *
     r.v_f16 = sv->type == GGML_TYPE_F16;
     const void * bq = quantized_b(ctx, n[0]->src[1]);
     const ggml_cuda_qt_epi e = epi_in(ctx, bq);
-    qt_fns_of(ctx, n[0]->src[0])->group(ctx, n, 3, bq, e.nsq_in ? &e : nullptr, &r);
+    group_fn_of(ctx, n, 3)(ctx, n, 3, bq, e.nsq_in ? &e : nullptr, &r);
 }
 
 bool ggml_cuda_mul_mat_swiglu_ok(const ggml_cuda_context & ctx, const ggml_tensor * gate, const ggml_tensor * up,
