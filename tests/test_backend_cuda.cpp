@@ -1693,8 +1693,8 @@ TEST_CASE("q/k/v mat-vecs with the rope and the KV stores in their epilogue (dec
     for (const rc & c : cases) {
         const ggml_type wv = c.wv == GGML_TYPE_COUNT ? c.wt : c.wv;
         const std::string name = std::string("q/k/v+rope ") + ggml_type_name(c.wt) + "/" + ggml_type_name(wv) +
-                                 " cache " + ggml_type_name(c.ct) +
-                                 (c.v_trans ? " v_trans" : "") + (c.ff ? " ff" : "") + (c.big_pos ? " pos 64k+" : "") +
+                                 " cache " + ggml_type_name(c.ct) + (c.v_trans ? " v_trans" : "") +
+                                 (c.ff ? " ff" : "") + (c.big_pos ? " pos 64k+" : "") +
                                  (c.q_out ? " q also output" : "") + " n_dims " + std::to_string(c.n_dims) +
                                  (c.mode == GGML_ROPE_TYPE_NEOX ? " neox" : "");
         auto build = [=](ggml_context * cw, ggml_context * cg, ggml_cgraph * gf) {

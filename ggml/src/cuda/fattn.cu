@@ -378,8 +378,8 @@ template <typename T> static fattn_vec_fn fattn_vec_pick_d(int D, int n_q, bool 
 // tg128 (depth 0-128), 2 splits -> 1: q4_0 561-567 -> 577-580 t/s, q8_0 406 -> 417-423, Q4_K_M 492 -> 501-502;
 // at depth 4096 (8 splits either way) q8_0 313-315 t/s with 0 / 1024 (2048: 299).
 static int fattn_split_keys() {
-    static const int n = std::getenv("GGML_CUDA_FATTN_SPLIT_KEYS") ? std::atoi(std::getenv("GGML_CUDA_FATTN_SPLIT_KEYS"))
-                                                                   : 512;
+    static const char * v = std::getenv("GGML_CUDA_FATTN_SPLIT_KEYS");
+    static const int n = v ? std::atoi(v) : 512;
     return n;
 }
 

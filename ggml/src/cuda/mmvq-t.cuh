@@ -155,8 +155,9 @@ static __global__ void __launch_bounds__(WPB * 32)
     const int64_t x0 = bz * NC;
     float acc[RPW][NC] = {};
     float nss = 0.0f;
-    qt_rows_dot<T, NC, RPW, WPB * RPW == 32 ? qt_u_wave<T, RPW>() : T::U>(wr, b0, nbr * T::CPB, xq + x0 * K, xd + x0 * (K / 32), xs + x0 * (K / 32), K, lane,
-                            early != 0, acc, e.nsq_in, nss);
+    constexpr int U = WPB * RPW == 32 ? qt_u_wave<T, RPW>() : T::U; // the one-block-per-32-rows form: one wave
+    qt_rows_dot<T, NC, RPW, U>(wr, b0, nbr * T::CPB, xq + x0 * K, xd + x0 * (K / 32), xs + x0 * (K / 32), K, lane,
+                               early != 0, acc, e.nsq_in, nss);
     const float sc = qt_norm_scale(e, nss, K);
     __shared__ float h[WPB * RPW]; // the block's rows for the q8 epilogue
 #pragma unroll
@@ -410,7 +411,8 @@ static void qt_group(ggml_cuda_context & ctx, const ggml_tensor * const * dsts, 
     for (int m = 0; m < MMV_GROUP_MAX; ++m) {
         if (m < n) {
             const ggml_tensor * a = dsts[m]->src[0];
-            GGML_ASSERT(a->type == (m == 2 ? TV::type : T::type) && ggml_cuda_kernel_layout(a) && a->ne[0] == K && ggml_nrows(a) == a->ne[1]);
+            GGML_ASSERT(a->type == (m == 2 ? TV::type : T::type) && ggml_cuda_kernel_layout(a) && a->ne[0] == K &&
+                        ggml_nrows(a) == a->ne[1]);
             GGML_ASSERT(dsts[m]->type == GGML_TYPE_F32 && ggml_nelements(dsts[m]) == a->ne[1]);
             g.w[m] = qt_regs_of(a->type, a->data, ggml_nelements(a) / (m == 2 ? TV::QK : T::QK));
             g.dst[m] = (float *)dsts[m]->data;
