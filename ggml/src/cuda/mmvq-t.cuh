@@ -90,6 +90,18 @@ template <typename T, int RPW> constexpr int qt_u_wave() {
     return T::type == GGML_TYPE_Q8_0 && RPW <= 2 ? 2 * T::U : T::U;
 }
 
+// The RPW rows of a warp from row0 (a row past M reads row M - 1 and is not stored): region pointers and first
+// blocks, off rows into the weight (a batch's matrix), nbr blocks per row
+template <int RPW>
+static __device__ __forceinline__ void qt_warp_rows(const qregs & w, int64_t row0, int64_t M, int64_t off, int nbr,
+                                                    qregs (&wr)[RPW], int64_t (&b0)[RPW]) {
+#pragma unroll
+    for (int r = 0; r < RPW; ++r) {
+        wr[r] = w;
+        b0[r] = ((row0 + r < M ? row0 + r : M - 1) + off) * nbr;
+    }
+}
+
 // This lane's part of the dots of NW weight rows (row m: regions w[m], first block b0[m]; nch chunks) with NC
 // activation rows (row c: quants xq + c*K, scales and sums xd/xs + c*K/32). early: the weights may be loaded
 // before pdl_wait().
@@ -147,11 +159,7 @@ static __global__ void __launch_bounds__(WPB * 32)
     const int nbr = K / T::QK;
     qregs wr[RPW];
     int64_t b0[RPW];
-#pragma unroll
-    for (int m = 0; m < RPW; ++m) {
-        wr[m] = w;
-        b0[m] = ((row0 + m < M ? row0 + m : M - 1) + off) * nbr;
-    }
+    qt_warp_rows<RPW>(w, row0, M, off, nbr, wr, b0);
     const int64_t x0 = bz * NC;
     float acc[RPW][NC] = {};
     float nss = 0.0f;
@@ -235,11 +243,7 @@ static __global__ void __launch_bounds__(128)
         const int nbr = K / TT::QK;
         qregs wr[RPW];
         int64_t b0[RPW];
-#pragma unroll
-        for (int r = 0; r < RPW; ++r) {
-            wr[r] = w;
-            b0[r] = (row0 + r < M ? row0 + r : M - 1) * nbr;
-        }
+        qt_warp_rows<RPW>(w, row0, M, 0, nbr, wr, b0);
         qt_rows_dot<TT, 1, RPW, qt_u_wave<TT, RPW>()>(wr, b0, nbr * TT::CPB, xq, xd, xs, K, lane, true, acc, e.nsq_in,
                                                       nss);
     };
