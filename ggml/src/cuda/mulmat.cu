@@ -362,8 +362,8 @@ static ggml_cuda_qt_group_fn group_fn_of(const ggml_cuda_context & ctx, const gg
     const ggml_cuda_qt_fns * qt = qt_fns_of(ctx, a0);
     if (!qt) return nullptr;
     if (a2->type == a0->type) return qt->group;
-    if (n != 3 || mm[1]->src[0]->type != a0->type || ctx.qt_rpw != 2 || ggml_cuda_q8_repacked(a2) || ctx.no_mmv_mix)
-        return nullptr;
+    // (no pair of the table has q8_0, so a repacked q8_0 weight never reaches a mixed launcher)
+    if (n != 3 || mm[1]->src[0]->type != a0->type || ctx.qt_rpw != 2 || ctx.no_mmv_mix) return nullptr;
     return ggml_cuda_qt_group_mixed(a0->type, a2->type);
 }
 
