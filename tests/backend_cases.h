@@ -645,7 +645,7 @@ inline std::vector<backend_case> backend_cases() {
     struct fa_kv_cfg {
         int64_t D, ratio, n_head_kv, n_kv, n_tokens;
         ggml_type tk, tv;
-        int mask; // 0 none, 1 f32, 2 f16 + causal n_past
+        int mask; // 0 none, 1 f32, 2 f16 + causal n_past, 3 f16
     };
     std::vector<fa_kv_cfg> kcfgs;
     const std::pair<ggml_type, ggml_type> kv_types[] = {{GGML_TYPE_F16, GGML_TYPE_F16},
@@ -700,6 +700,17 @@ inline std::vector<backend_case> backend_cases() {
     kcfgs.push_back({128, 2, 4, 4096, 3, GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, 0});
     kcfgs.push_back({128, 4, 2, 17, 4, GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, 2});
     kcfgs.push_back({64, 1, 4, 4099, 16, GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, 2});
+    // one token, no causal limit (the decode graph's form: the mask alone): the decode kernel's lean tiles (copies by
+    // row strides, 16-byte q8_0 pieces where the row strides allow: 2 and 4 kv heads, rows starting 0, 4, 8 or 12
+    // bytes into a piece; 1 kv head of D 128 (136-byte rows) the 8-byte pieces), the mask from registers; ragged
+    // split and tile ends
+    kcfgs.push_back({128, 4, 2, 4097, 1, GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, 1});
+    kcfgs.push_back({128, 8, 1, 5001, 1, GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, 3});
+    kcfgs.push_back({64, 4, 4, 4099, 1, GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, 3});
+    kcfgs.push_back({128, 2, 4, 2051, 1, GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, 0});
+    kcfgs.push_back({128, 4, 2, 5001, 1, GGML_TYPE_F16, GGML_TYPE_F16, 1});
+    kcfgs.push_back({64, 8, 2, 4099, 1, GGML_TYPE_F16, GGML_TYPE_F16, 3});
+    kcfgs.push_back({96, 4, 2, 2051, 1, GGML_TYPE_F16, GGML_TYPE_F16, 3});
     for (const fa_kv_cfg & kc : kcfgs) {
         const bool kq = kc.tk != GGML_TYPE_F16;
         const std::string nm = "D " + std::to_string(kc.D) + " tokens " + std::to_string(kc.n_tokens) + " heads " +
@@ -707,6 +718,7 @@ inline std::vector<backend_case> backend_cases() {
                                std::to_string(kc.n_kv) + " k " + ggml_type_name(kc.tk) + " v " + ggml_type_name(kc.tv) +
                                (kc.mask == 1   ? " mask f32"
                                 : kc.mask == 2 ? " mask f16 causal"
+                                : kc.mask == 3 ? " mask f16"
                                                : "") +
                                " cache-view";
         // The kernel works on blocks of up to 16 query rows of one KV head. f32 math (K and V widened): f32 rounding
@@ -733,7 +745,7 @@ inline std::vector<backend_case> backend_cases() {
                 fa_case_kv_cache(ctx, kc.D, kc.n_head_kv, kc.n_kv, kc.tk, kc.tv, k, v);
                 ggml_tensor * m = nullptr;
                 if (kc.mask) {
-                    m = ggml_new_tensor_2d(ctx, kc.mask == 2 ? GGML_TYPE_F16 : GGML_TYPE_F32, kc.n_kv, kc.n_tokens);
+                    m = ggml_new_tensor_2d(ctx, kc.mask == 1 ? GGML_TYPE_F32 : GGML_TYPE_F16, kc.n_kv, kc.n_tokens);
                     ggml_set_name(m, "mask");
                 }
                 const int n_past = kc.mask == 2 ? (int)(kc.n_kv - kc.n_tokens) : -1;

@@ -212,6 +212,38 @@ TEST_CASE("q8_0 KV cache, flash attention, D 128, GQA 4: GPU equals the CPU, and
     }
 }
 
+TEST_CASE("q8_0 weights with a q8_0 / q4_0 KV cache: the q/k/v mat-vecs store the K/V blocks; GPU equals the CPU") {
+    // quantized weights: the decode step's q/k/v group also ropes k and quantizes k and v into their cache cells
+    // (fusion codes 13 / 14 with a block cache); the prompt's rows go through SET_ROWS. Against the same GPU run
+    // without that fusion (GGML_CUDA_NO_MMV_ROPE: rope kernels, SET_ROWS quantizing): the same cache bytes (the same
+    // rows, ggml's quantizer), so the logits agree to f32 rounding (measured: equal to 1e-7). Against the CPU: the
+    // q8_0 model's bound (3e-2); a q4_0 cache 1e-1 (measured 7.8e-2 with the fusion on or off: a k or v value on a
+    // rounding edge lands one q4 step from the CPU's, and this 2-layer random model amplifies it).
+    const std::string path =
+        gen_model("gpu_l3_d128_q8", "--n-embd 512 --n-ff 768 --n-layer 2 --n-head 4 --n-head-kv 1 "
+                                    "--n-vocab 300 --vocab none --theta 500000 --rope-freqs "
+                                    "--ctx 512 --outtype q8_0 --seed 22");
+    const std::vector<int32_t> toks = random_tokens(40, 300, 10);
+    for (ggml_type ct : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0}) {
+        const auto ref = run(path, 0, true, toks, 24, ct);
+        setenv("GGML_CUDA_NO_MMV_ROPE", "1", 1); // read when the backend is created
+        const auto unfused = run(path, 99, true, toks, 24, ct);
+        unsetenv("GGML_CUDA_NO_MMV_ROPE");
+        const auto got = run(path, 99, true, toks, 24, ct);
+        REQUIRE(got.size() == ref.size());
+        REQUIRE(unfused.size() == ref.size());
+        double worst = 0, vs_unfused = 0;
+        for (size_t i = 0; i < ref.size(); ++i) {
+            worst = std::max(worst, rel_err(got[i].data(), ref[i].data(), 300));
+            vs_unfused = std::max(vs_unfused, rel_err(got[i].data(), unfused[i].data(), 300));
+        }
+        MESSAGE(std::string(ggml_type_name(ct)) << " cache, q8_0 weights, full offload: max rel err GPU vs CPU " << worst
+                                   << ", vs the GPU without the fusion " << vs_unfused);
+        CHECK(vs_unfused < 1e-5);
+        CHECK(worst < (ct == GGML_TYPE_Q8_0 ? 3e-2 : 1e-1));
+    }
+}
+
 // an f32 cache (mul_mat attention) or an f16 cache (flash attention): 2e-3 of the largest logit, the f32 bound
 // above plus f16 rounding.
 TEST_CASE("batched sequences on the GPU equal each sequence alone on the CPU") {

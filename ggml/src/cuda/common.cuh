@@ -31,9 +31,11 @@
 
 #define WARP_SIZE 32
 // ctx.counters: GGML_CUDA_N_COUNTERS_EPI for the decode attention (one per kv head: the last block of a head merges
-// its splits)
+// its splits), then GGML_CUDA_N_COUNTERS_KV for the q/k/v group's q8_0 / q4_0 KV stores (one per 32-row group of k
+// and v: the last block of a group quantizes it)
 #define GGML_CUDA_N_COUNTERS_EPI 1024
-#define GGML_CUDA_N_COUNTERS GGML_CUDA_N_COUNTERS_EPI
+#define GGML_CUDA_N_COUNTERS_KV 1024
+#define GGML_CUDA_N_COUNTERS (GGML_CUDA_N_COUNTERS_EPI + GGML_CUDA_N_COUNTERS_KV)
 
 // Scratch memory for one graph_compute: a bump allocator over one device block. Addresses are
 // stable between calls with the same sequence of requests (CUDA graphs rely on that). When a

@@ -237,8 +237,10 @@ void ggml_cuda_fattn_mma(ggml_cuda_context & ctx, const fattn_mma_params & p0) {
 // S = Q K^T (D / 16 k-steps x 2 n-tiles), the online softmax on the accumulators (log2 units), O += P V (one k-step
 // of 16 keys x D / 8 n-tiles, V by ldmatrix .trans). Up to 8 query rows (SW, GQA decode of one token) take the
 // swapped-operand form instead (fmd_sw_loop: the keys are the 16 mma rows, the queries its 8 columns).
-// A q8_0 cache (Q8; K and V both q8_0, D 64 or 128) is staged as its raw rows (D / 32 blocks of 34 bytes, copied in
-// 4- or 8-byte pieces, fmd_cfg::CB): half the bytes of an f16 cache per key. The swapped form dots K in int8 (s8
+// A q8_0 cache (Q8; K and V both q8_0, D 64 or 128) is staged as its raw rows (D / 32 blocks of 34 bytes; a staged
+// row is RS bytes, the row at offset kp / vp in it): half the bytes of an f16 cache per key. Where the cache's row
+// strides are multiples of 16 bytes (every kv head's rows then start at one offset mod 16) a row is copied as the
+// 16-byte pieces that cover it (kp / vp = that offset), else in 4- or 8-byte pieces (fmd_cfg::CB; kp = vp = 0). The swapped form dots K in int8 (s8
 // mma per 32-dim block against the query rounded to int8, the block scales applied to the integer sums); the 16-row
 // form widens the tile's K rows to f16 (d x q, rounded once, as fattn_widen's copy) in one f16 buffer before S. Both
 // then widen the V rows into that buffer before O.
@@ -247,6 +249,11 @@ void ggml_cuda_fattn_mma(ggml_cuda_context & ctx, const fattn_mma_params & p0) {
 // The mask rows of the block's tokens come with the tile (when they are dense and 16-byte aligned). The warps then
 // meet in shared memory (the tiles' space) and the splits are merged by the last block per kv head
 // (fattn_vec_finish).
+// Lean tiles (p.lean; the decode of one token: one mask row for all queries, no causal limit): a tile whose 16 keys
+// all lie in [kv_lo, kv1) is copied by per-lane row strides (no clamp, no per-piece index math; f16 D 64 / 128 and
+// 16-byte q8_0 pieces) and, in the swapped form, takes its mask values from registers loaded a tile ahead (2 per
+// lane) instead of staged mask rows and per-score bounds checks. PTX per tile of the swapped form, D 128: f16 ~550
+// -> ~250, q8_0 ~880 -> ~560 (the copies and the mask were half of an f16 tile's instructions).
 #define FMD_BN 16 // keys per warp tile
 #define FMD_MT 4  // mask rows staged with a tile: steps of up to 4 tokens (more read the mask from global memory)
 
@@ -254,8 +261,9 @@ template <int D, int W, int NS, bool Q8> struct fmd_cfg {
     static constexpr int LD = D + 8;
     static constexpr int RB = D / 32 * 34;                                // bytes of a q8_0 row
     static constexpr int CB = RB % 8 == 0 ? 8 : 4;                        // cp.async piece of a q8_0 row
+    static constexpr int RS = (RB + 15) / 16 * 16;                        // a staged q8_0 row: 16-byte pieces
     static constexpr size_t f16_bytes = sizeof(half) * 2 * FMD_BN * LD;   // K and V of one f16 tile
-    static constexpr size_t raw_bytes = (2 * FMD_BN * RB + 15) / 16 * 16; // K and V rows of one q8_0 tile
+    static constexpr size_t raw_bytes = 2 * FMD_BN * RS;                  // K and V rows of one q8_0 tile
     static constexpr size_t stage_bytes = Q8 ? raw_bytes : f16_bytes;
     static constexpr size_t warp_bytes = NS * stage_bytes + (Q8 ? f16_bytes / 2 : 0); // Q8: + one widened K or V
     static constexpr size_t mask_bytes = FMD_MT * FMD_BN * 4;                         // FMD_MT tokens of f32 mask
@@ -265,17 +273,17 @@ template <int D, int W, int NS, bool Q8> struct fmd_cfg {
 };
 
 
-// Rows of a q8_0 tile widened: raw [FMD_BN][RB] (the K or the V rows) -> f16 [FMD_BN][LD]. A unit is 16 values of
+// Rows of a q8_0 tile widened: raw [FMD_BN] rows RS bytes apart (the K or the V rows) -> f16 [FMD_BN][LD]. A unit is 16 values of
 // one block (a half): its scale, 16 bytes (2-byte aligned: 8 halfword loads), q + 128 put in the low byte of the f16
 // 1024 + (q + 128) by one byte_perm per pair, minus 1152 (exact), times d (rounded once: d x q needs <= 19 bits).
-template <int D, int RB, int LD>
+template <int D, int RS, int LD>
 static __device__ __forceinline__ void fmd_q8_widen(const char * raw, half * dst, int lane) {
     constexpr int UR = D / 16; // units per row
     const half2 off = __float2half2_rn(1152.0f);
 #pragma unroll
     for (int u = lane; u < FMD_BN * UR; u += 32) {
         const int j = u / UR, b = (u % UR) / 2, hb = u % 2; // row, block, half
-        const char * blk = raw + j * RB + b * 34;
+        const char * blk = raw + j * RS + b * 34;
         const half2 d2 = __half2half2(*(const half *)blk);
         const unsigned short * qs = (const unsigned short *)(blk + 2 + hb * 16);
         uint32_t h[8];
@@ -316,11 +324,13 @@ static __device__ __forceinline__ uint32_t fm_movt(uint32_t x) {
 // f16 and transposed by movmatrix). Half the mma of the 16-row form (whose rows 8-15 carried nothing), D / 16 x 4
 // output registers instead of D / 8 x 4, and 4 scores per thread instead of 8. Thread (g, c) holds keys g, g + 8
 // for queries 2c, 2c + 1; a query's max is shuffled over its 8 lanes (g); its sum l stays per lane until the end.
+// one_row (the lean form, see above): every query reads mask row mrow[0] and there is no causal limit; kp / vp: where
+// a q8_0 K / V row starts in its staged row.
 template <int D, int W, int NS, bool Q8, typename LT>
-static __device__ __forceinline__ void fmd_sw_loop(const fa_params & p, char * Wsm, half * Ts, const char * Ms,
+static __device__ __forceinline__ void fmd_sw_loop(const fa_params & p, char * Wsm, const char * Ms,
                                                    LT & load_tile, int key_w, int kv_lo, int kv1, const int (&t)[2],
                                                    const int (&last)[2], const char * const (&mrow)[2], bool mask_stage,
-                                                   int hk, int split) {
+                                                   bool one_row, int kp, int vp, int hk, int split) {
     using C = fmd_cfg<D, W, NS, Q8>;
     constexpr int LD = C::LD, KT = D / 16, BN = FMD_BN;
     constexpr float LOG2E = 1.4426950408889634f, LN2 = 0.6931471805599453f;
@@ -383,19 +393,32 @@ static __device__ __forceinline__ void fmd_sw_loop(const fa_params & p, char * W
         o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
     const int ka = (lane % 8) + ((lane / 8) & 1) * 8, kc = (lane / 16) * 8; // K (A, no .trans): row, column
     const int va = (lane % 8) + (lane / 16) * 8, vc = ((lane / 8) & 1) * 8; // V (A = V^T, .trans): key, dim
+    // one_row: the mask of keys g, g + 8 of this tile (mc) and of the warp's next one (mn), log2 units; keys past kv1
+    // read key kv1 - 1 (their scores are not used)
+    float mc[2] = {0.0f, 0.0f}, mn[2] = {0.0f, 0.0f};
+    auto mask_get = [&](int key0, float (&mv)[2]) {
+        if (!one_row || !mrow[0] || key0 >= kv1) return;
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const char * mp = mrow[0] + (int64_t)min(key0 + g + 8 * e, kv1 - 1) * p.ms.nb[0];
+            mv[e] = LOG2E * (p.mask_f16 ? __half2float(*(const half *)mp) : *(const float *)mp);
+        }
+    };
+    mask_get(key_w, mc);
 
     for (int it = 0; key_w + it * step < kv1; ++it) {
         load_tile(key_w + (it + NS - 1) * step, (it + NS - 1) % NS);
+        const int st = it % NS, key0 = key_w + it * step;
+        mask_get(key0 + step, mn);
         cp_async_wait<NS - 1>();
         __syncwarp();
-        const int st = it % NS, key0 = key_w + it * step;
         const half * Kb = (const half *)(Wsm + st * C::stage_bytes);
         float s[4] = {0.0f, 0.0f, 0.0f, 0.0f}; // keys g, g + 8 of the tile x queries 2c, 2c + 1
         if constexpr (Q8) {
             // A fragments from the raw rows: key g (and g + 8), quants 4c .. + 3 (and 16 + 4c ..) of block b, at
-            // byte 34 b + 2 + 4c of the row: 4-byte aligned for odd b only (rows are RB = 34 D / 32 bytes apart)
-            const char * r0 = Wsm + st * C::stage_bytes + g * C::RB;
-            const char * r1 = r0 + 8 * C::RB;
+            // byte kp + 34 b + 2 + 4c of the staged row: 4-byte aligned for odd b only (kp % 4 == 0, RS % 16 == 0)
+            const char * r0 = Wsm + st * C::stage_bytes + g * C::RS + kp;
+            const char * r1 = r0 + 8 * C::RS;
 #pragma unroll
             for (int b = 0; b < NB; ++b) {
                 const bool al = b % 2 == 1;
@@ -418,12 +441,15 @@ static __device__ __forceinline__ void fmd_sw_loop(const fa_params & p, char * W
                 fm_mma(s, a, qb[kt][0], qb[kt][1]);
             }
         }
+        if (one_row && key0 >= kv_lo && key0 + BN <= kv1) { // every key of the tile visible: the mask only
+            s[0] += mc[0];
+            s[1] += mc[0];
+            s[2] += mc[1];
+            s[3] += mc[1];
+        } else {
 #pragma unroll
-        for (int i = 0; i < 2; ++i) { // query 2c + i: scores s[i] (key g), s[2 + i] (key g + 8)
-            float mx = -INFINITY;
-#pragma unroll
-            for (int e = i; e < 4; e += 2) {
-                const int key = key0 + g + 8 * (e / 2);
+            for (int e = 0; e < 4; ++e) { // query 2c + e % 2, key g + 8 (e / 2)
+                const int i = e % 2, key = key0 + g + 8 * (e / 2);
                 float & sv = s[e];
                 if (key < kv_lo || key >= kv1 || key > last[i]) {
                     sv = -INFINITY;
@@ -434,8 +460,13 @@ static __device__ __forceinline__ void fmd_sw_loop(const fa_params & p, char * W
                     sv += LOG2E * (p.mask_f16 ? __half2float(*(const half *)(mrow[i] + key * p.ms.nb[0]))
                                               : *(const float *)(mrow[i] + key * p.ms.nb[0]));
                 }
-                mx = fmaxf(mx, sv);
             }
+        }
+        mc[0] = mn[0];
+        mc[1] = mn[1];
+#pragma unroll
+        for (int i = 0; i < 2; ++i) { // query 2c + i: scores s[i] (key g), s[2 + i] (key g + 8)
+            float mx = fmaxf(s[i], s[2 + i]);
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 4));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 8));
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffff, mx, 16));
@@ -454,22 +485,47 @@ static __device__ __forceinline__ void fmd_sw_loop(const fa_params & p, char * W
                 }
             }
         }
-        const half * Vb = Kb + BN * LD;
-        if constexpr (Q8) { // the V rows widened (the last tile's PV reads of Ts ended at the loop's __syncwarp)
-            fmd_q8_widen<D, C::RB, LD>(Wsm + st * C::stage_bytes + BN * C::RB, Ts, lane);
-            __syncwarp();
-            Vb = Ts;
-        }
         // P^T (keys x queries) as the B operand: b0 keys 2c, 2c + 1 x query g (the transpose of keys 0-7's scores),
         // b1 the same for keys 8-15
         const uint32_t b0 = fm_movt(fm_pack(s[0], s[1])), b1 = fm_movt(fm_pack(s[2], s[3]));
+        if constexpr (Q8) {
+            // V^T's A fragments straight from the raw rows, without a widened copy: m-tile 2 b + h holds dims 32 b +
+            // 4 g + 2 h (row g) and + 1 (row g + 8). Lane (g, c) reads quants 4g .. 4g + 3 of block b of keys 2c, 2c
+            // + 1, 2c + 8, 2c + 9 (one 4-byte piece each: the 32 lanes hit 32 banks), pairs the two keys of a dim
+            // by byte_perm into the f16 1152 + q and takes q x d (d of each key; rounded once, as fmd_q8_widen)
+            const half2 off = __float2half2_rn(1152.0f);
+            const char * vr = Wsm + st * C::stage_bytes + BN * C::RS + vp + 2 * c * C::RS; // key 2c's row
 #pragma unroll
-        for (int dt = 0; dt < KT; ++dt) {
-            uint32_t a[4];
-            fm_ldsm_t(a, Vb + va * LD + dt * 16 + vc);
-            fm_mma(o[dt], a, b0, b1);
+            for (int b = 0; b < NB; ++b) {
+                uint32_t a[2][4]; // [h][fragment]
+#pragma unroll
+                for (int pr = 0; pr < 2; ++pr) { // keys 2c, 2c + 1 (a0, a1) | 2c + 8, 2c + 9 (a2, a3)
+                    const char * ra = vr + 8 * pr * C::RS + 34 * b, *rb = ra + C::RS;
+                    const uint32_t xa = fm_ld4(ra + 2 + 4 * g, b % 2 == 1) ^ 0x80808080u;
+                    const uint32_t xb = fm_ld4(rb + 2 + 4 * g, b % 2 == 1) ^ 0x80808080u;
+                    const half2 d2 = __halves2half2(*(const half *)ra, *(const half *)rb);
+                    const uint32_t t[2] = {__byte_perm(xa, xb, 0x5140), __byte_perm(xa, xb, 0x7362)}; // dims 4g, +1 | +2, +3
+#pragma unroll
+                    for (int h = 0; h < 2; ++h)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e) { // dim 4g + 2h + e: keys (a, b) as the f16 pair 1152 + q
+                            const uint32_t w = __byte_perm(t[h], 0x64646464u, e ? 0x5342 : 0x5140);
+                            const half2 v = __hmul2(__hsub2(*(const half2 *)&w, off), d2);
+                            a[h][2 * pr + e] = *(const uint32_t *)&v;
+                        }
+                }
+                fm_mma(o[2 * b], a[0], b0, b1);
+                fm_mma(o[2 * b + 1], a[1], b0, b1);
+            }
+        } else {
+#pragma unroll
+            for (int dt = 0; dt < KT; ++dt) {
+                uint32_t a[4];
+                fm_ldsm_t(a, Kb + BN * LD + va * LD + dt * 16 + vc);
+                fm_mma(o[dt], a, b0, b1);
+            }
         }
-        __syncwarp(); // the next iteration's load overwrites the stage NS - 1 tiles ahead: this one (Q8: and Ts)
+        __syncwarp(); // the next iteration's load overwrites the stage NS - 1 tiles ahead: this one
     }
     cp_async_wait<0>();
 #pragma unroll
@@ -485,9 +541,10 @@ static __device__ __forceinline__ void fmd_sw_loop(const fa_params & p, char * W
     for (int i = 0; i < 2; ++i) {
         const int j = 2 * c + i;
 #pragma unroll
-        for (int dt = 0; dt < KT; ++dt) {
-            s_acc[warp][j][dt * 16 + g] = o[dt][i];
-            s_acc[warp][j][dt * 16 + g + 8] = o[dt][2 + i];
+        for (int dt = 0; dt < KT; ++dt) { // rows g, g + 8 of m-tile dt (Q8: dims 32 (dt / 2) + 4 g + 2 (dt % 2), + 1)
+            const int d0 = Q8 ? 32 * (dt / 2) + 4 * g + 2 * (dt % 2) : dt * 16 + g, d1 = Q8 ? d0 + 1 : d0 + 8;
+            s_acc[warp][j][d0] = o[dt][i];
+            s_acc[warp][j][d1] = o[dt][2 + i];
         }
         if (g == 0) {
             s_ml[warp][j][0] = m[i] == -INFINITY ? -INFINITY : m[i] * LN2; // natural-log units for the merge
@@ -504,7 +561,7 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
     constexpr float LOG2E = 1.4426950408889634f, LN2 = 0.6931471805599453f;
     extern __shared__ __align__(16) half fm_smem[];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
-    char * Wsm = (char *)fm_smem + warp * C::warp_bytes; // f16: [NS][2][BN][LD] halves; Q8: [NS][2][BN][RB] bytes
+    char * Wsm = (char *)fm_smem + warp * C::warp_bytes; // f16: [NS][2][BN][LD] halves; Q8: [NS][2][BN][RS] bytes
     half * Ts = (half *)(Wsm + NS * C::stage_bytes);     // Q8: the widened tile [2][BN][LD]
     char * Ms = (char *)fm_smem + W * C::warp_bytes + warp * NS * C::mask_bytes; // [NS][FMD_MT][BN]
     pdl_start();
@@ -512,8 +569,11 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
     const int n_q = p.n_tokens * p.r; // <= 16 (SW: <= 8)
     const int mes = p.mask_f16 ? 2 : 4;
     const int es = p.mask_f16 ? 2 : 4;
-    const bool mask_stage = p.mask && p.n_tokens <= FMD_MT && p.ms.ne[2] == 1 && p.ms.ne[3] == 1 && p.ms.nb[0] == es &&
-                            p.ms.nb[1] % 16 == 0 && (uintptr_t)p.mask % 16 == 0;
+    // one_row (swapped form, p.lean): one token, one mask row for every head, no causal limit (see the lean tiles)
+    const bool one_row =
+        SW && p.lean && p.n_tokens == 1 && p.causal_n_past < 0 && (!p.mask || (p.ms.ne[2] == 1 && p.ms.ne[3] == 1));
+    const bool mask_stage = !one_row && p.mask && p.n_tokens <= FMD_MT && p.ms.ne[2] == 1 && p.ms.ne[3] == 1 &&
+                            p.ms.nb[0] == es && p.ms.nb[1] % 16 == 0 && (uintptr_t)p.mask % 16 == 0;
 
     int t[2], h[2], last[2];
     const char * mrow[2];
@@ -533,18 +593,62 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
     const char * kb = p.k + hk * p.ks.nb[2];
     const char * vb = p.v + hk * p.vs.nb[2];
     const int64_t ks = p.ks.nb[1], vs = p.vs.nb[1];
+    // Lean copies (p.lean; a tile whose keys are all below kv1): lane (jl, cl) copies 16-byte piece cl of rows jl +
+    // R i, PC pieces per row: f16 D / 8 where that divides 32 (D 64, 128); q8_0 RS / 16 where the row strides are
+    // multiples of 16 (q16: a row then starts kp / vp bytes into its first piece, the last piece ends with the row)
+    constexpr int PC = Q8 ? C::RS / 16 : CH, R = 32 / PC;
+    const int jl = lane / PC, cl = lane % PC;
+    int kp = 0, vp = 0;
+    bool lean_ld = p.lean && (Q8 || 32 % CH == 0);
+    if constexpr (Q8) {
+        const int pk = (int)((uintptr_t)kb % 16), pv = (int)((uintptr_t)vb % 16);
+        lean_ld = lean_ld && ks % 16 == 0 && vs % 16 == 0 && pk % 4 == 0 && pv % 4 == 0 && pk + C::RB <= C::RS &&
+                  pv + C::RB <= C::RS;
+        if (lean_ld) {
+            kp = pk;
+            vp = pv;
+        }
+    }
+    const int nk = cl == PC - 1 ? kp + C::RB - 16 * (PC - 1) : 16; // q8_0: bytes of this lane's piece of a K row
+    const int nv = cl == PC - 1 ? vp + C::RB - 16 * (PC - 1) : 16; // (of a V row)
     auto load_tile = [&](int key0, int st) { // keys past kv1 repeat row kv1 - 1 (finite; their weight is 0)
-        if (key0 < kv1) {
+        if (key0 < kv1 && lean_ld && key0 + BN <= kv1) {
+            if (jl < R) { // q8_0: the last lanes have no piece
+                const int64_t k0 = key0 + jl;
+                if constexpr (Q8) {
+                    char * kd = Wsm + st * C::stage_bytes + jl * C::RS + cl * 16;
+                    char * vd = kd + BN * C::RS;
+                    const char * gk = kb + k0 * ks + cl * 16 - kp;
+                    const char * gv = vb + k0 * vs + cl * 16 - vp;
+#pragma unroll
+                    for (int i = 0; i < (BN + R - 1) / R; ++i)
+                        if (jl + R * i < BN) {
+                            cp_async16n(kd + i * R * C::RS, gk + i * R * ks, nk);
+                            cp_async16n(vd + i * R * C::RS, gv + i * R * vs, nv);
+                        }
+                } else {
+                    half * kd = (half *)(Wsm + st * C::stage_bytes) + jl * LD + cl * 8;
+                    half * vd = kd + BN * LD;
+                    const char * gk = kb + k0 * ks + cl * 16;
+                    const char * gv = vb + k0 * vs + cl * 16;
+#pragma unroll
+                    for (int i = 0; i < BN / R; ++i) {
+                        cp_async16(kd + i * R * LD, gk + i * R * ks);
+                        cp_async16(vd + i * R * LD, gv + i * R * vs);
+                    }
+                }
+            }
+        } else if (key0 < kv1) { // q8_0 rows at kp / vp too: CB-aligned (the launch checks the strides for CB)
             if constexpr (Q8) {
-                constexpr int RB = C::RB, CB = C::CB, PR = RB / CB; // pieces per row
+                constexpr int RB = C::RB, RS = C::RS, CB = C::CB, PR = RB / CB; // pieces per row
                 char * kd = Wsm + st * C::stage_bytes;
-                char * vd = kd + BN * RB;
+                char * vd = kd + BN * RS;
 #pragma unroll
                 for (int e = lane; e < BN * PR; e += 32) {
                     const int j = e / PR, pc = e % PR;
                     const int64_t key = min(key0 + j, kv1 - 1);
-                    cp_async_n<CB>(kd + j * RB + pc * CB, kb + key * ks + pc * CB);
-                    cp_async_n<CB>(vd + j * RB + pc * CB, vb + key * vs + pc * CB);
+                    cp_async_n<CB>(kd + j * RS + kp + pc * CB, kb + key * ks + pc * CB);
+                    cp_async_n<CB>(vd + j * RS + vp + pc * CB, vb + key * vs + pc * CB);
                 }
             } else {
                 half * kd = (half *)(Wsm + st * C::stage_bytes);
@@ -557,15 +661,15 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
                     cp_async16(vd + j * LD + ch * 8, vb + key * vs + ch * 16);
                 }
             }
-            if (mask_stage) {
-                const int mch = BN * mes / 16; // 16-byte chunks per token
-                for (int e = lane; e < p.n_tokens * mch; e += 32) {
-                    const int tt = e / mch, ch = e % mch;
-                    const int k0 = key0 + ch * (16 / mes);
-                    const int n = max(0, min(16, (p.n_kv - k0) * mes));
-                    cp_async16n(Ms + ((st * FMD_MT + tt) * BN) * mes + ch * 16,
-                             p.mask + (int64_t)tt * p.ms.nb[1] + (int64_t)(n > 0 ? k0 : 0) * mes, n);
-                }
+        }
+        if (key0 < kv1 && mask_stage) {
+            const int mch = BN * mes / 16; // 16-byte chunks per token
+            for (int e = lane; e < p.n_tokens * mch; e += 32) {
+                const int tt = e / mch, ch = e % mch;
+                const int k0 = key0 + ch * (16 / mes);
+                const int n = max(0, min(16, (p.n_kv - k0) * mes));
+                cp_async16n(Ms + ((st * FMD_MT + tt) * BN) * mes + ch * 16,
+                            p.mask + (int64_t)tt * p.ms.nb[1] + (int64_t)(n > 0 ? k0 : 0) * mes, n);
             }
         }
         cp_async_commit(); // an empty group past kv1 keeps the count
@@ -577,7 +681,8 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
     for (int s = 0; s < NS - 1; ++s)
         load_tile(key_w + s * step, s);
     if constexpr (SW) {
-        fmd_sw_loop<D, W, NS, Q8>(p, Wsm, Ts, Ms, load_tile, key_w, kv_lo, kv1, t, last, mrow, mask_stage, hk, split);
+        fmd_sw_loop<D, W, NS, Q8>(p, Wsm, Ms, load_tile, key_w, kv_lo, kv1, t, last, mrow, mask_stage, one_row, kp,
+                                  vp, hk, split);
         return;
     }
 
@@ -610,7 +715,7 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
         const int st = it % NS, key0 = key_w + it * step;
         const half * Kb = (const half *)(Wsm + st * C::stage_bytes);
         if constexpr (Q8) {
-            fmd_q8_widen<D, C::RB, LD>(Wsm + st * C::stage_bytes, Ts, lane);
+            fmd_q8_widen<D, C::RS, LD>(Wsm + st * C::stage_bytes + kp, Ts, lane);
             __syncwarp();
             Kb = Ts;
         }
@@ -672,7 +777,7 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
         const half * Vb = Kb + BN * LD;
         if constexpr (Q8) { // the V rows into the buffer K left (every lane past its K reads)
             __syncwarp();
-            fmd_q8_widen<D, C::RB, LD>(Wsm + st * C::stage_bytes + BN * C::RB, Ts, lane);
+            fmd_q8_widen<D, C::RS, LD>(Wsm + st * C::stage_bytes + BN * C::RS + vp, Ts, lane);
             __syncwarp();
             Vb = Ts;
         }

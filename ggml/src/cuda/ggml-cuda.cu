@@ -441,7 +441,8 @@ static void run_node(ggml_cuda_context & ctx, ggml_tensor * t) {
 //      ffn_down of a decode step: the norm kernel after it goes away).
 //   13 / 14: a code 4 group of q, k, v (nodes i..i+2), q's view as heads (i+3) and a code 9 / 10 group after it
 //      (i+4..): the group's mat-vec also rotates q and k and stores k and v in their cache rows
-//      (ggml_cuda_mul_mat_group_rope); q, k, v and the rope(k) result are not written (nothing else reads them).
+//      (ggml_cuda_mul_mat_group_rope; a q8_0 / q4_0 cache too: each 32-row group quantized by the last block to
+//      compute it); q, k, v and the rope(k) result are not written (nothing else reads them).
 //      The rope launch between the q/k/v mat-vecs and the attention of a decode step goes away.
 // Only adjacent nodes are fused: computing node i+1 / i+2 at node i's place is then safe (their inputs are
 // ready, and the allocator cannot have handed their outputs memory that node i still reads). One exception,
@@ -591,9 +592,9 @@ static void plan_rope_store_fusions(ggml_cgraph * gf, std::vector<uint8_t> & fus
     for (int i = 0; i + 2 < n; ++i) {
         ggml_tensor ** t = gf->nodes + i;
         int code = 0, rk = i;
-        if (free_span(i, 7) && ggml_cuda_rope_qkv_ok(t, 7))
+        if (free_span(i, 7) && ggml_cuda_rope_qkv_ok(t, 7, true))
             code = 9, rk = i + 2;
-        else if (free_span(i, 6) && ggml_cuda_rope_qkv_ok(t, 6))
+        else if (free_span(i, 6) && ggml_cuda_rope_qkv_ok(t, 6, true))
             code = 10, rk = i + 2;
         else if (free_span(i, 3) && ggml_cuda_rope_set_rows_ok(t[0], t[1], t[2]))
             code = 8;
@@ -736,6 +737,11 @@ static void plan_fusions(const ggml_cuda_context & ctx, ggml_cgraph * gf, std::v
     plan_norm_q8_fusions(ctx, gf, fused);
     plan_rope_store_fusions(gf, fused);
     if (ctx.use_mmv_rope) plan_mmv_rope_fusions(ctx, gf, fused);
+    // codes 9 / 10 with a q8_0 / q4_0 cache were planned for the q/k/v group's epilogue only (codes 13 / 14): those
+    // it did not take run unfused (SET_ROWS quantizes)
+    for (int i = 0; i < gf->n_nodes; ++i)
+        if ((fused[i] == 9 || fused[i] == 10) && !ggml_cuda_rope_qkv_ok(gf->nodes + i, fused_span(fused[i])))
+            fused[i] = 0;
     plan_fattn_q8_fusions(ctx, gf, fused);
     if (ctx.use_mmv_norm) plan_mmv_norm_fusions(ctx, gf, fused);
 }

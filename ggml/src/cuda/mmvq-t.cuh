@@ -12,6 +12,7 @@
 // the kernel before. Each chunk's dot reads the activation quants with 16-byte loads (L1/L2: every warp reads the same
 // activation row), its weights with 16-byte loads where the layout allows.
 #pragma once
+#include "cpy.cuh"
 #include "mmvq.cuh"
 #include "qtypes.cuh"
 #include "quantize.cuh"
@@ -208,6 +209,12 @@ static __device__ __forceinline__ void qt_rope_pair(const ggml_cuda_qt_rope & rp
         rp.q[r + 1] = x1;
         return;
     }
+    if (m == 1 ? rp.k_blk : rp.v_blk) { // a block cache: through scr (qt_kv_block_store)
+        float * s = rp.scr + (m == 1 ? 0 : rp.Mk) + r;
+        s[0] = x0;
+        s[1] = x1;
+        return;
+    }
     const int64_t cell = rp.cell[0];
     if (cell < 0 || cell >= rp.ncell) return;
     char * d = m == 1 ? rp.k + cell * rp.k_nb1 : rp.v + cell * rp.v_nb1;
@@ -221,6 +228,36 @@ static __device__ __forceinline__ void qt_rope_pair(const ggml_cuda_qt_rope & rp
     }
 }
 
+// A q8_0 / q4_0 cache of weight m (1 k, 2 v) in the rope epilogue: the block (of 4 warps, rows row_b .. + 4 RPW, all
+// below M, M % 32 == 0) has put its rows in rp.scr; the last block of their 32-row group to arrive quantizes the group
+// into block row_b / 32 of the cell's row (one warp, kvq_quantize: ggml's reference quantizer) and zeroes its count.
+// Called by every thread of the block.
+template <int RPW> static __device__ __forceinline__ void qt_kv_block_store(const ggml_cuda_qt_rope & rp, int m,
+                                                                           int64_t row_b) {
+    static_assert(32 % (4 * RPW) == 0, "q/k/v group: whole blocks per 32-row group");
+    __shared__ int s_last;
+    const int64_t grp = row_b / 32;
+    int * cnt = rp.cnt + (m == 2 ? rp.Mk / 32 : 0) + grp;
+    if (threadIdx.x % 32 < RPW / 2) __threadfence(); // the lanes that wrote rows to scr (qt_rope_pair), before the count
+    __syncthreads();
+    if (threadIdx.x == 0) s_last = atomicAdd(cnt, 1) == 32 / (4 * RPW) - 1;
+    __syncthreads();
+    if (!s_last || threadIdx.x >= 32) return;
+    __threadfence();
+    const int lane = threadIdx.x;
+    const float x = __ldcg(rp.scr + (m == 2 ? rp.Mk : 0) + grp * 32 + lane);
+    if (lane == 0) *cnt = 0;
+    const int64_t cell = rp.cell[0];
+    if (cell < 0 || cell >= rp.ncell) return;
+    const int type = m == 1 ? rp.k_blk : rp.v_blk;
+    char * row = m == 1 ? rp.k + cell * rp.k_nb1 : rp.v + cell * rp.v_nb1;
+    if (type == GGML_TYPE_Q8_0) {
+        kvq_quantize<GGML_TYPE_Q8_0>(x, lane, row + grp * 34);
+    } else {
+        kvq_quantize<GGML_TYPE_Q4_0>(x, lane, row + grp * 18);
+    }
+}
+
 // TV: the type of weight 2 (v of a q/k/v group; the K-quant mixes quantize attn_v with more bits, e.g. Q4_K_M's q6_K
 // beside q4_K q and k): its blocks take TV's row loop (block-uniform branch), the others T's
 template <typename T, typename TV, int RPW>
@@ -229,7 +266,9 @@ static __global__ void __launch_bounds__(128)
                const int * __restrict__ xs, int K, const qt_epi_dev e, const ggml_cuda_qt_rope rp) {
     pdl_trigger();
     const int lane = threadIdx.x % 32;
-    const int64_t b = blockIdx.x;
+    // with a q8_0 / q4_0 cache the k and v blocks (their last-block quantization: qt_kv_block_store) run first, so
+    // that their longer ends overlap the q blocks
+    const int64_t b = rp.k_blk || rp.v_blk ? (blockIdx.x + g.blk1) % gridDim.x : blockIdx.x;
     const int m = b >= g.blk2 ? 2 : b >= g.blk1 ? 1 : 0;
     const int64_t bm0 = m == 2 ? g.blk2 : m == 1 ? g.blk1 : 0;
     const int64_t M = m == 2 ? g.M[2] : m == 1 ? g.M[1] : g.M[0];
@@ -264,6 +303,7 @@ static __global__ void __launch_bounds__(128)
 #pragma unroll
             for (int p = 0; p < RPW / 2; ++p)
                 if (lane == p && row0 + 2 * p < M) qt_rope_pair(rp, m, row0 + 2 * p, v[2 * p], v[2 * p + 1]);
+        if (rp.q && m > 0 && (m == 1 ? rp.k_blk : rp.v_blk)) qt_kv_block_store<RPW>(rp, m, (b - bm0) * 4 * RPW);
     }
 }
 

@@ -53,6 +53,9 @@ struct ggml_cuda_qt_epi {
 // at rp.pos[0]); rotated q goes to q (f32, contiguous), rotated k and plain v to their cache rows at cell[0] (row r of
 // k at k + cell * k_nb1 + r * k_nb0, f16 or f32; a cell outside [0, ncell) is skipped, as SET_ROWS does). The
 // group's own dsts are not written. Needs an even number of rows per warp.
+// A q8_0 / q4_0 cache (k_blk / v_blk: its type, else 0): the rows go to scr (k: [0, Mk), v: [Mk, Mk + Mv)) and the
+// last of the blocks computing a 32-row group (cnt, zero between launches: k's groups, then v's) quantizes it into
+// block r / 32 of the cell's row (as SET_ROWS: ggml's reference quantizer). Mk, Mv multiples of 32.
 struct ggml_cuda_qt_rope {
     ggml_cuda_rope_params rp;
     int D;
@@ -62,6 +65,10 @@ struct ggml_cuda_qt_rope {
     char *k, *v;
     int64_t k_nb0, k_nb1, v_nb0, v_nb1;
     int k_f16, v_f16;
+    int k_blk, v_blk; // ggml_type of a block cache, 0: f16 / f32
+    float * scr;
+    int * cnt;
+    int64_t Mk;
 };
 
 // Weights in the kernel layout (q8repack.cuh: ggml_cuda_kernel_layout) unless the function says otherwise;

@@ -418,8 +418,14 @@ void ggml_cuda_mul_mat_group(ggml_cuda_context & ctx, ggml_tensor * const * mm, 
 
 bool ggml_cuda_mul_mat_group_rope_ok(const ggml_cuda_context & ctx, ggml_tensor * const * n, int span) {
     if ((span != 10 && span != 11) || !ggml_cuda_mul_mat_group_ok(ctx, n, 3) || ctx.qt_rpw % 2 != 0) return false;
-    if (!qt_fns_of(ctx, n[0]->src[0]) || !ggml_cuda_rope_qkv_ok(n + 4, span - 4)) return false;
+    if (!qt_fns_of(ctx, n[0]->src[0]) || !ggml_cuda_rope_qkv_ok(n + 4, span - 4, true)) return false;
     const ggml_tensor *rq = n[4], *rk = n[6], *sk = n[8], *sv = n[span - 1];
+    // q8_0 / q4_0 caches: k and v rows in whole 32-row groups, their counts in ctx.counters' KV part
+    if (ggml_is_quantized(sk->type) || ggml_is_quantized(sv->type)) {
+        if (n[1]->ne[0] % 32 != 0 || n[2]->ne[0] % 32 != 0 ||
+            (n[1]->ne[0] + n[2]->ne[0]) / 32 > GGML_CUDA_N_COUNTERS_KV || !ctx.counters)
+            return false;
+    }
     // q, k, v: the group's results; rope(q) reads q's view, rope(k) k's view, SET_ROWS(v) v itself
     if (!ggml_is_view_op(n[3]->op) || n[3]->src[0] != n[0] || rq->src[0] != n[3] || n[5]->src[0] != n[1] ||
         rk->src[0] != n[5] || sv->src[1] != n[2])
@@ -449,6 +455,12 @@ void ggml_cuda_mul_mat_group_rope(ggml_cuda_context & ctx, ggml_tensor * const *
     r.v_nb1 = (int64_t)sv->nb[1];
     r.k_f16 = sk->type == GGML_TYPE_F16;
     r.v_f16 = sv->type == GGML_TYPE_F16;
+    r.k_blk = ggml_is_quantized(sk->type) ? (int)sk->type : 0;
+    r.v_blk = ggml_is_quantized(sv->type) ? (int)sv->type : 0;
+    r.Mk = n[1]->ne[0];
+    r.scr = nullptr;
+    r.cnt = ctx.counters + GGML_CUDA_N_COUNTERS_EPI;
+    if (r.k_blk || r.v_blk) r.scr = (float *)ctx.pool.alloc(sizeof(float) * (n[1]->ne[0] + n[2]->ne[0]));
     const void * bq = quantized_b(ctx, n[0]->src[1]);
     const ggml_cuda_qt_epi e = epi_in(ctx, bq);
     group_fn_of(ctx, n, 3)(ctx, n, 3, bq, e.nsq_in ? &e : nullptr, &r);

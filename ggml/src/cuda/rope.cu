@@ -116,14 +116,19 @@ GGML_CUDA_OP(rope) {
     rope_launch(ctx, dst, (char *)dst->data, dst->type, cuda_shape_of(dst), nullptr);
 }
 
-bool ggml_cuda_rope_set_rows_ok(const ggml_tensor * rope, const ggml_tensor * reshape, const ggml_tensor * set_rows) {
+// a KV cache the q/k/v group's epilogue stores as 32-value blocks (mmvq-t.cuh, qt_kv_block_store)
+static bool kv_block_type(const ggml_tensor * t) { return t->type == GGML_TYPE_Q8_0 || t->type == GGML_TYPE_Q4_0; }
+
+bool ggml_cuda_rope_set_rows_ok(const ggml_tensor * rope, const ggml_tensor * reshape, const ggml_tensor * set_rows,
+                                bool blocks) {
     const ggml_tensor * x = rope->src[0];
     const ggml_tensor * cache = set_rows->src[0];
+    const bool blk = blocks && kv_block_type(cache) && cache->ne[0] % 32 == 0;
     return rope->op == GGML_OP_ROPE && reshape->op == GGML_OP_RESHAPE && reshape->src[0] == rope &&
            set_rows->op == GGML_OP_SET_ROWS && set_rows->src[1] == reshape && ggml_is_contiguous(rope) &&
            x->type == rope->type && rope->ne[3] == 1 && reshape->ne[0] == rope->ne[0] * rope->ne[1] &&
            reshape->ne[1] == rope->ne[2] && ggml_nrows(reshape) == reshape->ne[1] && cache->ne[0] == reshape->ne[0] &&
-           (cache->type == GGML_TYPE_F32 || cache->type == GGML_TYPE_F16) && // a q8_0/q4_0 cache: SET_ROWS quantizes
+           (cache->type == GGML_TYPE_F32 || cache->type == GGML_TYPE_F16 || blk) && // else SET_ROWS quantizes
            cache->nb[0] == ggml_type_size(cache->type) && cache->ne[2] == 1 && cache->ne[3] == 1 &&
            ggml_is_contiguous(set_rows->src[2]);
 }
@@ -193,13 +198,16 @@ static __global__ void __launch_bounds__(64) k_rope_qkv(rope_args q, rope_args k
     }
 }
 
-bool ggml_cuda_rope_qkv_ok(ggml_tensor * const * n, int span) {
+bool ggml_cuda_rope_qkv_ok(ggml_tensor * const * n, int span, bool blocks) {
     if (span == 7 && !ggml_is_view_op(n[5]->op)) return false;
     const ggml_tensor * rq = n[0], * rk = n[2], * sk = n[4], * sv = n[span - 1];
     auto f32 = [](const ggml_tensor * t) { return t->type == GGML_TYPE_F32; };
-    auto cache_type = [](const ggml_tensor * t) { return t->type == GGML_TYPE_F16 || t->type == GGML_TYPE_F32; };
+    auto cache_type = [&](const ggml_tensor * t) {
+        return t->type == GGML_TYPE_F16 || t->type == GGML_TYPE_F32 ||
+               (blocks && kv_block_type(t) && t->nb[0] == ggml_type_size(t->type) && t->ne[0] % 32 == 0);
+    };
     return rq->op == GGML_OP_ROPE && f32(rq) && f32(rq->src[0]) && ggml_is_view_op(n[1]->op) &&
-           ggml_cuda_rope_set_rows_ok(rk, n[3], sk) && f32(rk) && cache_type(sk) && sv->op == GGML_OP_SET_ROWS && f32(sv->src[1]) && cache_type(sv) && sv->src[2] == sk->src[2] &&
+           ggml_cuda_rope_set_rows_ok(rk, n[3], sk, blocks) && f32(rk) && cache_type(sk) && sv->op == GGML_OP_SET_ROWS && f32(sv->src[1]) && cache_type(sv) && sv->src[2] == sk->src[2] &&
            ggml_is_contiguous(rq->src[1]) && ggml_get_op_params_i32(rq, 1) == ggml_get_op_params_i32(rk, 1) &&
            ggml_nrows(sv->src[1]) <= INT32_MAX;
 }

@@ -29,12 +29,16 @@ static __device__ __forceinline__ void rope_cs(const ggml_cuda_rope_params & a, 
 
 // ROPE -> RESHAPE to [ne0 * ne1, n_tokens] -> SET_ROWS into a KV cache [ne0 * ne1, n_cells] with dense rows,
 // the rope output used by nothing else: one kernel writes the rotated rows straight into their cells.
-bool ggml_cuda_rope_set_rows_ok(const ggml_tensor * rope, const ggml_tensor * reshape, const ggml_tensor * set_rows);
+// blocks: the cache may also be q8_0 / q4_0 (rows of whole blocks; only the q/k/v group's epilogue stores those,
+// ggml_cuda_mul_mat_group_rope: not the rope kernels here).
+bool ggml_cuda_rope_set_rows_ok(const ggml_tensor * rope, const ggml_tensor * reshape, const ggml_tensor * set_rows,
+                                bool blocks = false);
 void ggml_cuda_op_rope_set_rows(ggml_cuda_context & ctx, const ggml_tensor * rope, ggml_tensor * set_rows);
 
 // The attention inputs of a step in one launch, nodes n[0..span) = ROPE(q), a view, ROPE(k), RESHAPE,
 // SET_ROWS(k into the K cache), [a view (span 7: the transposed V cache)], SET_ROWS(v into the V cache, same
 // cells): q rotated into its result, k rotated straight into its cells (as ggml_cuda_op_rope_set_rows), v
-// copied into its cells. The caller checks that nothing else reads the rope(k) result.
-bool ggml_cuda_rope_qkv_ok(ggml_tensor * const * n, int span);
+// copied into its cells. The caller checks that nothing else reads the rope(k) result. blocks: as above, for either
+// cache (then only ggml_cuda_mul_mat_group_rope runs the nodes fused).
+bool ggml_cuda_rope_qkv_ok(ggml_tensor * const * n, int span, bool blocks = false);
 void ggml_cuda_op_rope_qkv(ggml_cuda_context & ctx, ggml_tensor * const * n, int span);
