@@ -219,10 +219,9 @@ TEST_CASE("q8_0 weights with a q8_0 / q4_0 KV cache: the q/k/v mat-vecs store th
     // rows, ggml's quantizer), so the logits agree to f32 rounding (measured: equal to 1e-7). Against the CPU: the
     // q8_0 model's bound (3e-2); a q4_0 cache 1e-1 (measured 7.8e-2 with the fusion on or off: a k or v value on a
     // rounding edge lands one q4 step from the CPU's, and this 2-layer random model amplifies it).
-    const std::string path =
-        gen_model("gpu_l3_d128_q8", "--n-embd 512 --n-ff 768 --n-layer 2 --n-head 4 --n-head-kv 1 "
-                                    "--n-vocab 300 --vocab none --theta 500000 --rope-freqs "
-                                    "--ctx 512 --outtype q8_0 --seed 22");
+    const std::string path = gen_model("gpu_l3_d128_q8", "--n-embd 512 --n-ff 768 --n-layer 2 --n-head 4 --n-head-kv 1 "
+                                                         "--n-vocab 300 --vocab none --theta 500000 --rope-freqs "
+                                                         "--ctx 512 --outtype q8_0 --seed 22");
     const std::vector<int32_t> toks = random_tokens(40, 300, 10);
     for (ggml_type ct : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0}) {
         const auto ref = run(path, 0, true, toks, 24, ct);
@@ -237,8 +236,8 @@ TEST_CASE("q8_0 weights with a q8_0 / q4_0 KV cache: the q/k/v mat-vecs store th
             worst = std::max(worst, rel_err(got[i].data(), ref[i].data(), 300));
             vs_unfused = std::max(vs_unfused, rel_err(got[i].data(), unfused[i].data(), 300));
         }
-        MESSAGE(std::string(ggml_type_name(ct)) << " cache, q8_0 weights, full offload: max rel err GPU vs CPU " << worst
-                                   << ", vs the GPU without the fusion " << vs_unfused);
+        MESSAGE(std::string(ggml_type_name(ct)) << " cache, q8_0 weights, full offload: max rel err GPU vs CPU "
+                                                << worst << ", vs the GPU without the fusion " << vs_unfused);
         CHECK(vs_unfused < 1e-5);
         CHECK(worst < (ct == GGML_TYPE_Q8_0 ? 3e-2 : 1e-1));
     }

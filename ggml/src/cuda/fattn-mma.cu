@@ -240,12 +240,12 @@ void ggml_cuda_fattn_mma(ggml_cuda_context & ctx, const fattn_mma_params & p0) {
 // A q8_0 cache (Q8; K and V both q8_0, D 64 or 128) is staged as its raw rows (D / 32 blocks of 34 bytes; a staged
 // row is RS bytes, the row at offset kp / vp in it): half the bytes of an f16 cache per key. Where the cache's row
 // strides are multiples of 16 bytes (every kv head's rows then start at one offset mod 16) a row is copied as the
-// 16-byte pieces that cover it (kp / vp = that offset), else in 4- or 8-byte pieces (fmd_cfg::CB; kp = vp = 0). The swapped form dots K in int8 (s8
-// mma per 32-dim block against the query rounded to int8, the block scales applied to the integer sums); the 16-row
-// form widens the tile's K rows to f16 (d x q, rounded once, as fattn_widen's copy) in one f16 buffer before S. Both
-// then widen the V rows into that buffer before O.
-// Measured (H200, Llama-3-8B q8_0 weights, tg64 at depth 16384; docs/perf.md): f16 cache 240-252 t/s (16-row form
-// 233-240), q8_0 cache 240-244 (vec kernel 206-214, K widened 219-224: the widening doubled the instructions).
+// 16-byte pieces that cover it (kp / vp = that offset), else in 4- or 8-byte pieces (fmd_cfg::CB; kp = vp = 0). The
+// swapped form dots K in int8 (s8 mma per 32-dim block against the query rounded to int8, the block scales applied
+// to the integer sums) and builds V^T's f16 fragments from the raw V rows in registers; the 16-row form widens the
+// tile's K rows to f16 (d x q, rounded once, as fattn_widen's copy) in one f16 buffer before S, then the V rows.
+// Measured (H200, Llama-3-8B q8_0 weights, tg32 at depth 16384; docs/perf.md, seventeenth session): f16 cache
+// 298-301 t/s, q8_0 cache 290-297 (sixth session: 243-252 and 240-244; vec kernel 206-214).
 // The mask rows of the block's tokens come with the tile (when they are dense and 16-byte aligned). The warps then
 // meet in shared memory (the tiles' space) and the splits are merged by the last block per kv head
 // (fattn_vec_finish).
@@ -253,17 +253,17 @@ void ggml_cuda_fattn_mma(ggml_cuda_context & ctx, const fattn_mma_params & p0) {
 // all lie in [kv_lo, kv1) is copied by per-lane row strides (no clamp, no per-piece index math; f16 D 64 / 128 and
 // 16-byte q8_0 pieces) and, in the swapped form, takes its mask values from registers loaded a tile ahead (2 per
 // lane) instead of staged mask rows and per-score bounds checks. PTX per tile of the swapped form, D 128: f16 ~550
-// -> ~250, q8_0 ~880 -> ~560 (the copies and the mask were half of an f16 tile's instructions).
+// -> ~250, q8_0 ~880 -> ~575 (the copies and the mask were half of an f16 tile's instructions).
 #define FMD_BN 16 // keys per warp tile
 #define FMD_MT 4  // mask rows staged with a tile: steps of up to 4 tokens (more read the mask from global memory)
 
 template <int D, int W, int NS, bool Q8> struct fmd_cfg {
     static constexpr int LD = D + 8;
-    static constexpr int RB = D / 32 * 34;                                // bytes of a q8_0 row
-    static constexpr int CB = RB % 8 == 0 ? 8 : 4;                        // cp.async piece of a q8_0 row
-    static constexpr int RS = (RB + 15) / 16 * 16;                        // a staged q8_0 row: 16-byte pieces
-    static constexpr size_t f16_bytes = sizeof(half) * 2 * FMD_BN * LD;   // K and V of one f16 tile
-    static constexpr size_t raw_bytes = 2 * FMD_BN * RS;                  // K and V rows of one q8_0 tile
+    static constexpr int RB = D / 32 * 34;                              // bytes of a q8_0 row
+    static constexpr int CB = RB % 8 == 0 ? 8 : 4;                      // cp.async piece of a q8_0 row
+    static constexpr int RS = (RB + 15) / 16 * 16;                      // a staged q8_0 row: 16-byte pieces
+    static constexpr size_t f16_bytes = sizeof(half) * 2 * FMD_BN * LD; // K and V of one f16 tile
+    static constexpr size_t raw_bytes = 2 * FMD_BN * RS;                // K and V rows of one q8_0 tile
     static constexpr size_t stage_bytes = Q8 ? raw_bytes : f16_bytes;
     static constexpr size_t warp_bytes = NS * stage_bytes + (Q8 ? f16_bytes / 2 : 0); // Q8: + one widened K or V
     static constexpr size_t mask_bytes = FMD_MT * FMD_BN * 4;                         // FMD_MT tokens of f32 mask
@@ -272,10 +272,10 @@ template <int D, int W, int NS, bool Q8> struct fmd_cfg {
     static_assert(W * 16 * D * 4 + W * 16 * 2 * 4 <= smem, "fattn mma decode: merge space");
 };
 
-
-// Rows of a q8_0 tile widened: raw [FMD_BN] rows RS bytes apart (the K or the V rows) -> f16 [FMD_BN][LD]. A unit is 16 values of
-// one block (a half): its scale, 16 bytes (2-byte aligned: 8 halfword loads), q + 128 put in the low byte of the f16
-// 1024 + (q + 128) by one byte_perm per pair, minus 1152 (exact), times d (rounded once: d x q needs <= 19 bits).
+// Rows of a q8_0 tile widened (the 16-row form): raw [FMD_BN] rows RS bytes apart (the K or the V rows) -> f16
+// [FMD_BN][LD]. A unit is 16 values of one block (a half): its scale, 16 bytes (2-byte aligned: 8 halfword loads),
+// q + 128 put in the low byte of the f16 1024 + (q + 128) by one byte_perm per pair, minus 1152 (exact), times d
+// (rounded once: d x q needs <= 19 bits).
 template <int D, int RS, int LD>
 static __device__ __forceinline__ void fmd_q8_widen(const char * raw, half * dst, int lane) {
     constexpr int UR = D / 16; // units per row
@@ -327,8 +327,8 @@ static __device__ __forceinline__ uint32_t fm_movt(uint32_t x) {
 // one_row (the lean form, see above): every query reads mask row mrow[0] and there is no causal limit; kp / vp: where
 // a q8_0 K / V row starts in its staged row.
 template <int D, int W, int NS, bool Q8, typename LT>
-static __device__ __forceinline__ void fmd_sw_loop(const fa_params & p, char * Wsm, const char * Ms,
-                                                   LT & load_tile, int key_w, int kv_lo, int kv1, const int (&t)[2],
+static __device__ __forceinline__ void fmd_sw_loop(const fa_params & p, char * Wsm, const char * Ms, LT & load_tile,
+                                                   int key_w, int kv_lo, int kv1, const int (&t)[2],
                                                    const int (&last)[2], const char * const (&mrow)[2], bool mask_stage,
                                                    bool one_row, int kp, int vp, int hk, int split) {
     using C = fmd_cfg<D, W, NS, Q8>;
@@ -396,7 +396,7 @@ static __device__ __forceinline__ void fmd_sw_loop(const fa_params & p, char * W
     // one_row: the mask of keys g, g + 8 of this tile (mc) and of the warp's next one (mn), log2 units; keys past kv1
     // read key kv1 - 1 (their scores are not used)
     float mc[2] = {0.0f, 0.0f}, mn[2] = {0.0f, 0.0f};
-    auto mask_get = [&](int key0, float (&mv)[2]) {
+    auto mask_get = [&](int key0, float(&mv)[2]) {
         if (!one_row || !mrow[0] || key0 >= kv1) return;
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
@@ -500,16 +500,17 @@ static __device__ __forceinline__ void fmd_sw_loop(const fa_params & p, char * W
                 uint32_t a[2][4]; // [h][fragment]
 #pragma unroll
                 for (int pr = 0; pr < 2; ++pr) { // keys 2c, 2c + 1 (a0, a1) | 2c + 8, 2c + 9 (a2, a3)
-                    const char * ra = vr + 8 * pr * C::RS + 34 * b, *rb = ra + C::RS;
+                    const char *ra = vr + 8 * pr * C::RS + 34 * b, *rb = ra + C::RS;
                     const uint32_t xa = fm_ld4(ra + 2 + 4 * g, b % 2 == 1) ^ 0x80808080u;
                     const uint32_t xb = fm_ld4(rb + 2 + 4 * g, b % 2 == 1) ^ 0x80808080u;
                     const half2 d2 = __halves2half2(*(const half *)ra, *(const half *)rb);
-                    const uint32_t t[2] = {__byte_perm(xa, xb, 0x5140), __byte_perm(xa, xb, 0x7362)}; // dims 4g, +1 | +2, +3
+                    // dims 4g, 4g + 1 | 4g + 2, 4g + 3: bytes (a, b, a, b)
+                    const uint32_t tt[2] = {__byte_perm(xa, xb, 0x5140), __byte_perm(xa, xb, 0x7362)};
 #pragma unroll
                     for (int h = 0; h < 2; ++h)
 #pragma unroll
                         for (int e = 0; e < 2; ++e) { // dim 4g + 2h + e: keys (a, b) as the f16 pair 1152 + q
-                            const uint32_t w = __byte_perm(t[h], 0x64646464u, e ? 0x5342 : 0x5140);
+                            const uint32_t w = __byte_perm(tt[h], 0x64646464u, e ? 0x5342 : 0x5140);
                             const half2 v = __hmul2(__hsub2(*(const half2 *)&w, off), d2);
                             a[h][2 * pr + e] = *(const uint32_t *)&v;
                         }
@@ -595,7 +596,7 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
     const int64_t ks = p.ks.nb[1], vs = p.vs.nb[1];
     // Lean copies (p.lean; a tile whose keys are all below kv1): lane (jl, cl) copies 16-byte piece cl of rows jl +
     // R i, PC pieces per row: f16 D / 8 where that divides 32 (D 64, 128); q8_0 RS / 16 where the row strides are
-    // multiples of 16 (q16: a row then starts kp / vp bytes into its first piece, the last piece ends with the row)
+    // multiples of 16 (a row then starts kp / vp bytes into its first piece; the last piece ends with the row)
     constexpr int PC = Q8 ? C::RS / 16 : CH, R = 32 / PC;
     const int jl = lane / PC, cl = lane % PC;
     int kp = 0, vp = 0;
@@ -681,8 +682,8 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
     for (int s = 0; s < NS - 1; ++s)
         load_tile(key_w + s * step, s);
     if constexpr (SW) {
-        fmd_sw_loop<D, W, NS, Q8>(p, Wsm, Ms, load_tile, key_w, kv_lo, kv1, t, last, mrow, mask_stage, one_row, kp,
-                                  vp, hk, split);
+        fmd_sw_loop<D, W, NS, Q8>(p, Wsm, Ms, load_tile, key_w, kv_lo, kv1, t, last, mrow, mask_stage, one_row, kp, vp,
+                                  hk, split);
         return;
     }
 

@@ -564,7 +564,8 @@ static bool fattn_mma_dec(ggml_cuda_context & ctx, fa_params & p, bool q8, int8_
     int W = 0, S = 0;
     size_t smem = 0;
     const fattn_vec_fn fn = ggml_cuda_fattn_mma_dec(p.D, q8, p.n_tokens * p.r, fattn_dec_cfg(), ctx.device, W, S, smem);
-    static const bool no_lean = std::getenv("GGML_CUDA_FATTN_LEAN") && std::atoi(std::getenv("GGML_CUDA_FATTN_LEAN")) == 0;
+    static const bool no_lean =
+        std::getenv("GGML_CUDA_FATTN_LEAN") && std::atoi(std::getenv("GGML_CUDA_FATTN_LEAN")) == 0;
     p.lean = !no_lean;
     const bool wq = q8s && p.D % 32 == 0;
     if (wq) {

@@ -232,13 +232,13 @@ static __device__ __forceinline__ void qt_rope_pair(const ggml_cuda_qt_rope & rp
 // below M, M % 32 == 0) has put its rows in rp.scr; the last block of their 32-row group to arrive quantizes the group
 // into block row_b / 32 of the cell's row (one warp, kvq_quantize: ggml's reference quantizer) and zeroes its count.
 // Called by every thread of the block.
-template <int RPW> static __device__ __forceinline__ void qt_kv_block_store(const ggml_cuda_qt_rope & rp, int m,
-                                                                           int64_t row_b) {
+template <int RPW>
+static __device__ __forceinline__ void qt_kv_block_store(const ggml_cuda_qt_rope & rp, int m, int64_t row_b) {
     static_assert(32 % (4 * RPW) == 0, "q/k/v group: whole blocks per 32-row group");
     __shared__ int s_last;
     const int64_t grp = row_b / 32;
     int * cnt = rp.cnt + (m == 2 ? rp.Mk / 32 : 0) + grp;
-    if (threadIdx.x % 32 < RPW / 2) __threadfence(); // the lanes that wrote rows to scr (qt_rope_pair), before the count
+    if (threadIdx.x % 32 < RPW / 2) __threadfence(); // the lanes that wrote to scr, before the count
     __syncthreads();
     if (threadIdx.x == 0) s_last = atomicAdd(cnt, 1) == 32 / (4 * RPW) - 1;
     __syncthreads();

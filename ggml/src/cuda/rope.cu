@@ -207,7 +207,8 @@ bool ggml_cuda_rope_qkv_ok(ggml_tensor * const * n, int span, bool blocks) {
                (blocks && kv_block_type(t) && t->nb[0] == ggml_type_size(t->type) && t->ne[0] % 32 == 0);
     };
     return rq->op == GGML_OP_ROPE && f32(rq) && f32(rq->src[0]) && ggml_is_view_op(n[1]->op) &&
-           ggml_cuda_rope_set_rows_ok(rk, n[3], sk, blocks) && f32(rk) && cache_type(sk) && sv->op == GGML_OP_SET_ROWS && f32(sv->src[1]) && cache_type(sv) && sv->src[2] == sk->src[2] &&
+           ggml_cuda_rope_set_rows_ok(rk, n[3], sk, blocks) && f32(rk) && cache_type(sk) &&
+           sv->op == GGML_OP_SET_ROWS && f32(sv->src[1]) && cache_type(sv) && sv->src[2] == sk->src[2] &&
            ggml_is_contiguous(rq->src[1]) && ggml_get_op_params_i32(rq, 1) == ggml_get_op_params_i32(rk, 1) &&
            ggml_nrows(sv->src[1]) <= INT32_MAX;
 }
