@@ -421,7 +421,7 @@ bool ggml_cuda_mul_mat_group_rope_ok(const ggml_cuda_context & ctx, ggml_tensor 
     if (!qt_fns_of(ctx, n[0]->src[0]) || !ggml_cuda_rope_qkv_ok(n + 4, span - 4, true)) return false;
     const ggml_tensor *rq = n[4], *rk = n[6], *sk = n[8], *sv = n[span - 1];
     // q8_0 / q4_0 caches: k and v rows in whole 32-row groups, their counts in ctx.counters' KV part
-    if (ggml_is_quantized(sk->type) || ggml_is_quantized(sv->type)) {
+    if (ggml_cuda_is_kvq(sk->type) || ggml_cuda_is_kvq(sv->type)) {
         if (n[1]->ne[0] % 32 != 0 || n[2]->ne[0] % 32 != 0 ||
             (n[1]->ne[0] + n[2]->ne[0]) / 32 > GGML_CUDA_N_COUNTERS_KV || !ctx.counters)
             return false;
@@ -455,8 +455,8 @@ void ggml_cuda_mul_mat_group_rope(ggml_cuda_context & ctx, ggml_tensor * const *
     r.v_nb1 = (int64_t)sv->nb[1];
     r.k_f16 = sk->type == GGML_TYPE_F16;
     r.v_f16 = sv->type == GGML_TYPE_F16;
-    r.k_blk = ggml_is_quantized(sk->type) ? (int)sk->type : 0;
-    r.v_blk = ggml_is_quantized(sv->type) ? (int)sv->type : 0;
+    r.k_blk = ggml_cuda_is_kvq(sk->type) ? (int)sk->type : 0;
+    r.v_blk = ggml_cuda_is_kvq(sv->type) ? (int)sv->type : 0;
     r.Mk = n[1]->ne[0];
     r.scr = nullptr;
     r.cnt = ctx.counters + GGML_CUDA_N_COUNTERS_EPI;

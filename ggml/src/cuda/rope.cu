@@ -3,6 +3,7 @@
 // first version took one row per block: rope of a 512-token prompt ran 65536 two-warp blocks in 21 waves, each a
 // chain of dependent loads, 81 us per layer on an H200 by ncu, not bound by bandwidth or arithmetic.)
 // Angles: rope_cs (rope.cuh).
+#include "cpy.cuh"
 #include "rope.cuh"
 
 #define ROPE_HB 8
@@ -116,14 +117,11 @@ GGML_CUDA_OP(rope) {
     rope_launch(ctx, dst, (char *)dst->data, dst->type, cuda_shape_of(dst), nullptr);
 }
 
-// a KV cache the q/k/v group's epilogue stores as 32-value blocks (mmvq-t.cuh, qt_kv_block_store)
-static bool kv_block_type(const ggml_tensor * t) { return t->type == GGML_TYPE_Q8_0 || t->type == GGML_TYPE_Q4_0; }
-
 bool ggml_cuda_rope_set_rows_ok(const ggml_tensor * rope, const ggml_tensor * reshape, const ggml_tensor * set_rows,
                                 bool blocks) {
     const ggml_tensor * x = rope->src[0];
     const ggml_tensor * cache = set_rows->src[0];
-    const bool blk = blocks && kv_block_type(cache) && cache->ne[0] % 32 == 0;
+    const bool blk = blocks && ggml_cuda_kvq_rows_ok(cache); // stored by the q/k/v group (qt_kv_block_store)
     return rope->op == GGML_OP_ROPE && reshape->op == GGML_OP_RESHAPE && reshape->src[0] == rope &&
            set_rows->op == GGML_OP_SET_ROWS && set_rows->src[1] == reshape && ggml_is_contiguous(rope) &&
            x->type == rope->type && rope->ne[3] == 1 && reshape->ne[0] == rope->ne[0] * rope->ne[1] &&
@@ -203,8 +201,7 @@ bool ggml_cuda_rope_qkv_ok(ggml_tensor * const * n, int span, bool blocks) {
     const ggml_tensor * rq = n[0], * rk = n[2], * sk = n[4], * sv = n[span - 1];
     auto f32 = [](const ggml_tensor * t) { return t->type == GGML_TYPE_F32; };
     auto cache_type = [&](const ggml_tensor * t) {
-        return t->type == GGML_TYPE_F16 || t->type == GGML_TYPE_F32 ||
-               (blocks && kv_block_type(t) && t->nb[0] == ggml_type_size(t->type) && t->ne[0] % 32 == 0);
+        return t->type == GGML_TYPE_F16 || t->type == GGML_TYPE_F32 || (blocks && ggml_cuda_kvq_rows_ok(t));
     };
     return rq->op == GGML_OP_ROPE && f32(rq) && f32(rq->src[0]) && ggml_is_view_op(n[1]->op) &&
            ggml_cuda_rope_set_rows_ok(rk, n[3], sk, blocks) && f32(rk) && cache_type(sk) &&
