@@ -137,6 +137,14 @@ inline std::vector<uint8_t> backend_case_leaf_data(const ggml_tensor * leaf, uin
             const double r = (u(rng) + 1.0) / 2.0;
             const bool own = (j * 5 / n == sq && r >= 0.2) || j % 37 == sq;
             v = i1 % 11 == 4 || !own ? -INFINITY : r < 0.4 ? -std::round(r * 1024) / 1024 : 0.0;
+        } else if (starts("tokmask")) {
+            // the same cache with each token's keys one run of zeros (its fifth of the row, the first 3 + i1 % 7 keys
+            // not), so its range is exact (fattn-range.cuh: the per-token kernel skips the mask); rows with
+            // i1 % 9 == 2 have one -0.5 in the run (not exact), rows with i1 % 11 == 4 see nothing
+            const int64_t n = leaf->ne[0], j = i % n, i1 = (i / n) % leaf->ne[1], sq = (i1 * 7) % 5;
+            const int64_t lo = sq * n / 5 + 3 + i1 % 7, hi = (sq + 1) * n / 5;
+            const bool own = j >= lo && j < hi && i1 % 11 != 4;
+            v = !own ? -INFINITY : i1 % 9 == 2 && j == (lo + hi) / 2 ? -0.5 : 0.0;
         } else if (starts("cmask")) {
             const int64_t n = leaf->ne[0], j = i % n, i1 = (i / n) % leaf->ne[1];
             const int64_t last = n - leaf->ne[1] + i1, first = i1 % 7 == 5 ? (13 * i1) % 97 : 0;
@@ -764,17 +772,21 @@ inline std::vector<backend_case> backend_cases() {
     struct fa_seq_cfg {
         int64_t D, ratio, n_head_kv, n_kv, n_tokens, n_seq;
         ggml_type tkv;
+        bool runs = false; // "tokmask": each token's keys one run (exact ranges: no mask reads in the decode blocks)
     };
     const fa_seq_cfg scfgs[] = {{128, 4, 2, 4097, 64, 40, GGML_TYPE_F16},  {64, 1, 4, 1000, 24, 24, GGML_TYPE_F16},
                                 {128, 8, 1, 2048, 9, 9, GGML_TYPE_F16},    {128, 4, 2, 3000, 512, 1, GGML_TYPE_F16},
                                 {64, 1, 4, 700, 100, 2, GGML_TYPE_F16},    {128, 4, 2, 4097, 2, 2, GGML_TYPE_F16},
                                 {128, 4, 2, 1500, 33, 33, GGML_TYPE_Q8_0}, {96, 1, 2, 777, 17, 17, GGML_TYPE_F32},
-                                {128, 1, 4, 600, 40, 40, GGML_TYPE_F16}};
+                                {128, 1, 4, 600, 40, 40, GGML_TYPE_F16},   {128, 1, 4, 900, 40, 40, GGML_TYPE_F16, true},
+                                {128, 4, 2, 1203, 20, 20, GGML_TYPE_F16, true}, {64, 1, 3, 251, 21, 21, GGML_TYPE_F16, true},
+                                {256, 4, 2, 333, 12, 12, GGML_TYPE_F16, true}, {128, 8, 1, 700, 12, 12, GGML_TYPE_F16, true}};
     for (const fa_seq_cfg & sc : scfgs) {
         const std::string nm = "D " + std::to_string(sc.D) + " tokens " + std::to_string(sc.n_tokens) + " of " +
                                std::to_string(sc.n_seq) + " sequences, heads " +
                                std::to_string(sc.n_head_kv * sc.ratio) + "/" + std::to_string(sc.n_head_kv) + " n_kv " +
-                               std::to_string(sc.n_kv) + " kv " + ggml_type_name(sc.tkv) + " shared cache";
+                               std::to_string(sc.n_kv) + " kv " + ggml_type_name(sc.tkv) + " shared cache" +
+                               (sc.runs ? ", one run of keys per token" : "");
         // CPU against float64: f32 sums of exact values (a q8_0 K dotted against q8_1 rows: 2e-5, as above). CUDA
         // against the CPU: 1e-6, the bound of the tensor-core kernel (f16 q and weights; q8_0 widened to f16); the
         // decode kernels stay far below it. A block reading a wrong key range is off by O(1).
@@ -786,7 +798,7 @@ inline std::vector<backend_case> backend_cases() {
                 ggml_tensor *k, *v;
                 fa_case_kv_cache(ctx, sc.D, sc.n_head_kv, sc.n_kv, sc.tkv, sc.tkv, k, v);
                 ggml_tensor * m = ggml_new_tensor_2d(ctx, GGML_TYPE_F16, sc.n_kv, sc.n_tokens);
-                ggml_set_name(m, "seqmask");
+                ggml_set_name(m, sc.runs ? "tokmask" : "seqmask");
                 ggml_tensor * fa = ggml_flash_attn_ext(ctx, q, k, v, m, 1.0f / std::sqrt((float)sc.D), -1);
                 ggml_flash_attn_ext_set_seqs(fa, (int)sc.n_seq, true);
                 return fa;

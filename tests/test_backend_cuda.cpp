@@ -13,6 +13,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cuda_runtime.h>
 #include <doctest/doctest.h>
 #include <map>
 #include <set>
@@ -895,17 +896,19 @@ TEST_CASE("quantized types: mat-vec (N 1..8) and prompt GEMM (N 9..17, 511..513)
 // weight type in the kernel layout (repacked q8_0 too): rows not a multiple of the tile, N just above the mat-vec
 // range and ragged last column tiles, K of several steps with a partial last step, batches with broadcast over
 // dims 2 and 3, K split over blocks. The GEMM forced for every N (GGML_CUDA_MMQ_MAX_N), on f16 tensor cores (the
-// default: N <= 32 streamed, mmq-s.cuh, wider N tiled, mmq-h.cuh; then the tiled kernel for every N,
-// GGML_CUDA_MMQ_STREAM_N=0) and on int8 tensor cores (GGML_CUDA_MMQ_INT8=1); then the same shapes through
-// dequantization + cuBLAS (GGML_CUDA_NO_MMQ=1).
+// default: N <= 64 on wgmma where the device has it, mmq-w.cuh; then without it, GGML_CUDA_MMQ_WG_N=0: N <= 32
+// streamed, mmq-s.cuh, wider N tiled, mmq-h.cuh; then the tiled kernel for every N, GGML_CUDA_MMQ_STREAM_N=0) and
+// on int8 tensor cores (GGML_CUDA_MMQ_INT8=1); then the same shapes through dequantization + cuBLAS
+// (GGML_CUDA_NO_MMQ=1).
 TEST_CASE("quantized types: tensor-core GEMM (MMQ, f16 and int8), ragged tiles, several K steps, split K, batches") {
     std::vector<ggml_type> types = {GGML_TYPE_Q8_0};
     types.insert(types.end(), std::begin(k_qtypes), std::end(k_qtypes));
-    for (const char * mode : {"f16", "f16 tiles", "int8", "no mmq"}) {
+    for (const char * mode : {"f16", "f16 streamed", "f16 tiles", "int8", "no mmq"}) {
         const bool no_mmq = std::string(mode) == "no mmq", int8 = std::string(mode) == "int8";
         // the GEMM for every N (the default dispatch sends large N to cuBLAS), then the old path
         setenv(no_mmq ? "GGML_CUDA_NO_MMQ" : "GGML_CUDA_MMQ_MAX_N", no_mmq ? "1" : "1000000", 1);
         if (int8) setenv("GGML_CUDA_MMQ_INT8", "1", 1);
+        if (std::string(mode) != "f16") setenv("GGML_CUDA_MMQ_WG_N", "0", 1);
         if (std::string(mode) == "f16 tiles") setenv("GGML_CUDA_MMQ_STREAM_N", "0", 1);
         backends be;
         for (ggml_type t : types) {
@@ -964,22 +967,31 @@ TEST_CASE("quantized types: tensor-core GEMM (MMQ, f16 and int8), ragged tiles, 
         unsetenv(no_mmq ? "GGML_CUDA_NO_MMQ" : "GGML_CUDA_MMQ_MAX_N");
         unsetenv("GGML_CUDA_MMQ_INT8");
         unsetenv("GGML_CUDA_MMQ_STREAM_N");
+        unsetenv("GGML_CUDA_MMQ_WG_N");
     }
 }
 
-// The streamed GEMM (mmq-s.cuh) against the tiled one (mmq-h.cuh): the same f16 weights and activations, so only the
-// f32 summation order differs (K permuted within 128-value chunks, other K slices): nmse <= 1e-10, where a wrong
-// unit, scale or row would be O(1). Legacy and K-quant types; partial chunks, split K, ragged rows and columns; every
-// N of them through the streamed kernel (GGML_CUDA_MMQ_STREAM_N=64: 1..4 m16 tiles of columns).
-TEST_CASE("quantized types: the streamed small-N GEMM equals the tiled GEMM") {
+// The streamed GEMM (mmq-s.cuh) and, on an sm_90a device, the wgmma GEMM (mmq-w.cuh) against the tiled one
+// (mmq-h.cuh): the same f16 weights and activations, so only the f32 summation order differs (K permuted within
+// 128-value chunks, other K slices): nmse <= 1e-10, where a wrong unit, scale, row or column would be O(1). Legacy
+// and K-quant types; partial chunks, split K, ragged rows and columns; every N of them through the streamed kernel
+// (GGML_CUDA_MMQ_STREAM_N=64, GGML_CUDA_MMQ_WG_N=0: 1..4 m16 tiles of columns) and the wgmma kernel (the default
+// where the device has it, GGML_CUDA_MMQ_WG_N=64: tiles of 32 and 64 columns).
+TEST_CASE("quantized types: the streamed and wgmma small-N GEMMs equal the tiled GEMM") {
     setenv("GGML_CUDA_MMQ_MAX_N", "1000000", 1);
     setenv("GGML_CUDA_MMQ_STREAM_N", "0", 1);
+    setenv("GGML_CUDA_MMQ_WG_N", "0", 1);
     ggml_backend_t tiled = ggml_backend_cuda_init(0);
     setenv("GGML_CUDA_MMQ_STREAM_N", "64", 1);
     ggml_backend_t streamed = ggml_backend_cuda_init(0);
+    setenv("GGML_CUDA_MMQ_WG_N", "64", 1);
+    ggml_backend_t wgmma = ggml_backend_cuda_init(0);
+    unsetenv("GGML_CUDA_MMQ_WG_N");
     unsetenv("GGML_CUDA_MMQ_STREAM_N");
     REQUIRE(tiled != nullptr);
+    REQUIRE(wgmma != nullptr);
     REQUIRE(streamed != nullptr);
+    int n_cases = 0;
     for (ggml_type t : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q5_1, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K}) {
         const int64_t qk = ggml_blck_size(t);
         struct shape {
@@ -990,18 +1002,31 @@ TEST_CASE("quantized types: the streamed small-N GEMM equals the tiled GEMM") {
         const int64_t ke = qk == 32 ? 128 : 256;
         for (shape sh : {shape{qk == 32 ? 416 : 768, 37, 5}, shape{ke, 128, 24}, shape{3840, 300, 40},
                          shape{qk == 32 ? 1056 : 1280, 130, 64}, shape{qk == 32 ? 1056 : 1280, 200, 47},
-                         shape{ke, 344, 24}, shape{ke, 32, 24}, shape{ke, 300, 24}}) {
+                         shape{ke, 344, 24}, shape{ke, 32, 24}, shape{ke, 300, 24}, shape{4096, 129, 33}}) {
             auto build = [=](ggml_context * cw, ggml_context * cg) {
                 return ggml_mul_mat(cg, leaf(cw, t, sh.K, sh.M, 1, "w"), leaf(cg, GGML_TYPE_F32, sh.K, sh.N, 1, "x"));
             };
             const run_result want = run_weights(tiled, build, 5);
-            const run_result got = run_weights(streamed, build, 5);
-            const double e = got.ok && want.ok ? backend_case_nmse(got.values, want.values) : INFINITY;
-            INFO(ggml_type_name(t), " K", sh.K, " M", sh.M, " N", sh.N, ": nmse ", e);
-            CHECK(e <= 1e-10);
+            for (ggml_backend_t be : {streamed, wgmma}) {
+                const int before = ggml_backend_cuda_get_wgmma_count(wgmma);
+                const run_result got = run_weights(be, build, 5);
+                const double e = got.ok && want.ok ? backend_case_nmse(got.values, want.values) : INFINITY;
+                INFO(ggml_type_name(t), be == wgmma ? " wgmma" : " streamed", " K", sh.K, " M", sh.M, " N", sh.N,
+                     ": nmse ", e);
+                CHECK(e <= 1e-10);
+                n_cases += be == wgmma && ggml_backend_cuda_get_wgmma_count(wgmma) > before;
+            }
         }
     }
+    // every case ran on wgmma where the device has it (the probe, mmqw.cu), none elsewhere
+    cudaDeviceProp prop;
+    REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
+    MESSAGE("wgmma GEMM cases run: ", n_cases, " (device ", prop.name, ", compute capability ", prop.major, ".",
+            prop.minor, ")");
+    if (prop.major == 9 && prop.minor == 0) CHECK(n_cases == 6 * 9);
+    if (prop.major != 9) CHECK(n_cases == 0);
     ggml_backend_free(tiled);
+    ggml_backend_free(wgmma);
     ggml_backend_free(streamed);
     unsetenv("GGML_CUDA_MMQ_MAX_N");
 }

@@ -43,6 +43,10 @@ void ggml_backend_cuda_get_graph_stats(ggml_backend_t backend, int * n_replay, i
 // Prompt GEMMs of a CUDA backend since init whose quantized weight was dequantized to f16 ahead, on a second stream
 // (dq-ahead.cuh; GGML_CUDA_NO_DQ_AHEAD=1, read at init, turns it off).
 int ggml_backend_cuda_get_dq_ahead_count(ggml_backend_t backend);
+// Batched-decode GEMMs a CUDA backend has launched on Hopper's warpgroup MMA since init, eagerly or into a captured
+// graph (mmq-w.cuh: 33..64 columns by default, GGML_CUDA_MMQ_WG_N; 0 where the device or the build has no sm_90a
+// kernel).
+int ggml_backend_cuda_get_wgmma_count(ggml_backend_t backend);
 // Fused groups a CUDA backend has run since init (counted when launched eagerly or captured into a CUDA
 // graph, not per graph replay): adjacent mat-vecs sharing one activation (q/k/v), gate/up mat-vecs with
 // their SWIGLU, norms that also quantized their result for the q8_0 mat-vecs, and ropes that wrote straight

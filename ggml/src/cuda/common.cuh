@@ -115,6 +115,7 @@ struct ggml_cuda_context {
     ggml_cuda_pool pool;
     ggml_cuda_qcache qcache; // q8s activations (quantized_b in mulmat.cu)
     ggml_cuda_qcache hcache; // f16 activations of f16-weight GEMMs (prompts: q/k/v and gate/up share one)
+    ggml_cuda_qcache wcache; // the wgmma GEMM's f16 activations in its shared-memory order (mmq-w.cuh)
     int n_sm = 0;
     bool use_graphs = true;
     // graphs whose mat-muls have at most this many columns are captured and replayed (decode steps, B sequences
@@ -144,9 +145,13 @@ struct ggml_cuda_context {
     // tensor cores (k_mmqh, weights dequantized per tile in shared memory, activations in f16)
     bool mmq_int8 = false;
     // up to how many columns the f16 GEMM streams the weights into its fragments (k_mms, mmq-s.cuh; at most 64;
-    // beyond 32 its per-warp MMA work outgrows the tiled kernel's on the Llama-2-7B shapes); GGML_CUDA_MMQ_STREAM_N
-    // sets it (0: k_mmqh for every N)
+    // beyond 32 its per-warp MMA work outgrows the tiled kernel's on the Llama-2-7B shapes) where the wgmma GEMM does
+    // not take them (mmq_wg_n); GGML_CUDA_MMQ_STREAM_N sets it (0: k_mmqh for every N)
     int mmq_stream_n = 32;
+    // up to how many columns the GEMM runs on wgmma (k_mmw, mmq-w.cuh; at most 64) where the device runs it (mmw_ok),
+    // ahead of mmq_stream_n; GGML_CUDA_MMQ_WG_N sets it (0: never)
+    int mmq_wg_n = 64;
+    bool mmw_ok = false;
     // quantized weights times N <= mmv_max_n columns (<= MUL_MAT_VEC_MAX_N) through the mat-vec kernels, more through
     // the GEMM (H200, q8_0 4096 x 11008: mat-vec 40.7 us at N 8, the streamed GEMM 21.4 at N 9);
     // GGML_CUDA_MMV_MAX_N sets it (1..8). The mat-vec keeps N <= 8 when the GEMM is off or on int8
@@ -168,6 +173,7 @@ struct ggml_cuda_context {
     bool use_dq_ahead = true;
     ggml_cuda_dq_ahead * dq = nullptr;
     int n_dq_ahead = 0; // GEMMs that read a weight dequantized ahead
+    int n_mmw = 0;      // GEMMs launched on wgmma (mmq-w.cuh), eagerly or into a captured graph
 };
 
 // ---- programmatic dependent launch (PDL, sm_90+) ----

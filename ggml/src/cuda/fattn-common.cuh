@@ -25,6 +25,8 @@ struct fa_params {
     // block reads only the keys of its tokens' ranges
     const int2 * ranges;
     int per_token; // decode kernel: 1 = block x takes the r queries of token x (a batch of many sequences), n_split 1
+    int exact;     // per_token: a token whose range is exact (fattn-range.cuh) reads no mask (0 with
+                   // GGML_CUDA_FATTN_EXACT=0, an A/B)
     int lean;      // tensor-core decode kernel: lean tiles (fattn-mma.cu; 0 with GGML_CUDA_FATTN_LEAN=0, an A/B)
 };
 

@@ -266,6 +266,12 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_vec(fa_params p) {
     using F = kv_frag_t<T, E>;
     F kr[KB], vr[KB];
     float mk[NQ][KB];
+    // a token whose range is exactly its visible keys, each with 0 added: no mask reads (its r queries are one token)
+    if (p.per_token && p.exact && p.ranges && p.ranges[p.n_tokens + qbase / p.r].x) {
+#pragma unroll
+        for (int j = 0; j < NQ; ++j)
+            mrow[j] = nullptr;
+    }
     int key0 = kv0 + warp * KB;
     load_group<F, KB>(kb, vb, ks, vs, key0, kv1, lane, kr, vr);
     load_mask<NQ, KB>(p, mrow, key0, kv1, mk);
@@ -417,6 +423,9 @@ static void fattn_vec(ggml_cuda_context & ctx, fa_params & p, ggml_type kv_type)
     const fattn_vec_fn fn = kv_type == GGML_TYPE_F16 ? fattn_vec_pick_d<half>(p.D, n_q, w4, W, KB)
                                                      : fattn_vec_pick_d<float>(p.D, n_q, w4, W, KB);
     if (p.per_token) { // one block per (token, kv head), each over its token's visible range
+        static const bool no_exact =
+            std::getenv("GGML_CUDA_FATTN_EXACT") && std::atoi(std::getenv("GGML_CUDA_FATTN_EXACT")) == 0;
+        p.exact = !no_exact;
         p.n_split = 1;
         p.kv_per_split = p.n_kv;
         ggml_cuda_launch(ctx, fn, dim3(p.n_tokens, p.n_head / p.r, 1), dim3(W * 32), 0, p);

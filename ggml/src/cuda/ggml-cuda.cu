@@ -10,6 +10,7 @@
 #include "fattn.cuh"
 #include "getrows.cuh"
 #include "ggml-cuda.h"
+#include "mmq.cuh"
 #include "mmvq.cuh"
 #include "mulmat.cuh"
 #include "norm.cuh"
@@ -292,7 +293,7 @@ static ggml_status profile_graph(ggml_cuda_context & ctx, ggml_cgraph * gf, cons
     }
     const int64_t t0 = ggml_time_us();
     ctx.pool.reset();
-    ctx.qcache = ctx.hcache = {};
+    ctx.qcache = ctx.hcache = ctx.wcache = {};
     std::vector<int> idx;
     CUDA_CHECK(cudaEventRecord(p.ev[0], ctx.stream));
     for (int i = 0; i < n; ++i) {
@@ -820,7 +821,7 @@ static unsigned twice_mask_of(const char * s) {
 
 static void run_graph(ggml_cuda_context & ctx, ggml_cgraph * gf, const std::vector<uint8_t> & fused) {
     ctx.pool.reset();
-    ctx.qcache = ctx.hcache = {};
+    ctx.qcache = ctx.hcache = ctx.wcache = {};
     ggml_cuda_dq_ahead_begin(ctx, gf, fused);
     for (int i = 0; i < gf->n_nodes; ++i) {
         if (ggml_nelements(gf->nodes[i]) == 0) continue;
@@ -1135,7 +1136,7 @@ static ggml_status cuda_graph_compute_profile(ggml_backend_t backend, ggml_cgrap
     plan_fusions(ctx, gf, fused);
     if (ctx.use_graphs) ctx.graphs->last_id = 0; // the next call looks its graph up again
     ctx.pool.reset();
-    ctx.qcache = ctx.hcache = {};
+    ctx.qcache = ctx.hcache = ctx.wcache = {};
     const auto run = [&](int i) { return run_fused(ctx, gf, i, fused[i]); };
     if (!(ctx.use_graphs && graph_is_capturable(ctx, gf) && ggml_cuda_profile_graph_replay(ctx, gf, run, rec, user)))
         ggml_cuda_profile_graph(ctx, gf, run, rec, user);
@@ -1348,6 +1349,8 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
     ctx->mmq_int8 = std::getenv("GGML_CUDA_MMQ_INT8") != nullptr;
     if (const char * sn = std::getenv("GGML_CUDA_MMQ_STREAM_N"))
         ctx->mmq_stream_n = std::max(0, std::min(64, atoi(sn)));
+    if (const char * wn = std::getenv("GGML_CUDA_MMQ_WG_N")) ctx->mmq_wg_n = std::max(0, std::min(64, atoi(wn)));
+    ctx->mmw_ok = ctx->mmq_wg_n > 0 && ggml_cuda_mmw_ok(device);
     if (const char * mv = std::getenv("GGML_CUDA_MMV_MAX_N"))
         ctx->mmv_max_n = std::max(1, std::min(MUL_MAT_VEC_MAX_N, atoi(mv)));
     if (const char * ks = std::getenv("GGML_CUDA_MMQ_KS")) ctx->mmq_ks = std::max(0, std::min(16, atoi(ks)));
@@ -1390,6 +1393,11 @@ void ggml_backend_cuda_get_fusion_stats(ggml_backend_t backend, int * n_mmv_grou
 int ggml_backend_cuda_get_dq_ahead_count(ggml_backend_t backend) {
     GGML_ASSERT(ggml_backend_is_cuda(backend));
     return ((const ggml_cuda_context *)backend->context)->n_dq_ahead;
+}
+
+int ggml_backend_cuda_get_wgmma_count(ggml_backend_t backend) {
+    GGML_ASSERT(ggml_backend_is_cuda(backend));
+    return ((const ggml_cuda_context *)backend->context)->n_mmw;
 }
 
 void ggml_backend_cuda_get_graph_stats(ggml_backend_t backend, int * n_replay, int * n_update, int * n_instantiate) {

@@ -1,5 +1,5 @@
-// mmq-s.cuh - the streaming quantized GEMM for small N (batched decode, 5..32 columns by default, at most 64:
-// ggml_cuda_mmv_max_n + 1 .. ctx.mmq_stream_n; included by mmq-t.cuh after
+// mmq-s.cuh - the streaming quantized GEMM for small N (batched decode, 5..32 columns by default where the wgmma GEMM
+// of mmq-w.cuh does not run, at most 64: ggml_cuda_mmv_max_n + 1 .. ctx.mmq_stream_n; included by mmq-t.cuh after
 // mmq-h.cuh, whose dequantization and MMA it uses): dst = a^T b with a quantized in the kernel layout and b the
 // cached f16 copy of the activations (dense [K, N, B2, B3]), as k_mmqh.
 //

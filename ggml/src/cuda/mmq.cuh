@@ -18,3 +18,14 @@ struct ggml_cuda_mmq_fns {
 };
 // nullptr for types without (f32, f16, ...); q8_0: the repacked layout
 const ggml_cuda_mmq_fns * ggml_cuda_mmq(ggml_type type);
+
+// the small-N GEMM on wgmma (mmq-w.cuh, sm_90a), N <= 64: b given as ggml_cuda_mmw_order wrote it; nullptr for types
+// without. Only where ggml_cuda_mmw_ok(device): a compute capability 9.0 device running the sm_90a build of the
+// instance files.
+ggml_cuda_mmqh_fn ggml_cuda_mmw(ggml_type type);
+bool ggml_cuda_mmw_ok(int device);
+// b (f32 [K, N, B2, B3], any strides, N <= 64) for the wgmma GEMM: f16 [mmw_kpad(K), mmw_nt(N), B2, B3] at dst, in the
+// order its blocks copy into shared memory (mmq-w.cuh), zero past K and N
+static inline int64_t ggml_cuda_mmw_kpad(int64_t K) { return (K + 127) / 128 * 128; }
+static inline int64_t ggml_cuda_mmw_nt(int64_t N) { return N <= 32 ? 32 : 64; }
+void ggml_cuda_mmw_order(ggml_cuda_context & ctx, const ggml_tensor * b, half * dst);

@@ -130,9 +130,30 @@ static ggml_tensor f16_b(ggml_cuda_context & ctx, const ggml_tensor * b) {
     return c;
 }
 
+// b (f32, at most 64 columns) in the wgmma GEMM's order (ggml_cuda_mmw_order), reused in the same way (ctx.wcache)
+static ggml_tensor mmw_b(ggml_cuda_context & ctx, const ggml_tensor * b) {
+    ggml_tensor c = {};
+    c.type = GGML_TYPE_F16;
+    c.ne[0] = ggml_cuda_mmw_kpad(b->ne[0]);
+    c.ne[1] = ggml_cuda_mmw_nt(b->ne[1]);
+    c.ne[2] = b->ne[2];
+    c.ne[3] = b->ne[3];
+    c.nb[0] = sizeof(half);
+    for (int i = 1; i < 4; ++i)
+        c.nb[i] = c.nb[i - 1] * c.ne[i - 1];
+    if (cache_hit(ctx.wcache, b)) {
+        c.data = ctx.wcache.buf;
+        return c;
+    }
+    c.data = ctx.pool.alloc(ggml_nbytes(&c));
+    ggml_cuda_mmw_order(ctx, b, (half *)c.data);
+    cache_set(ctx.wcache, b, c.data);
+    return c;
+}
+
 void ggml_cuda_qcache_written(ggml_cuda_context & ctx, const ggml_tensor * t) {
     const char * a0 = (const char *)t->data, * a1 = a0 + ggml_nbytes(t);
-    for (ggml_cuda_qcache * q : {&ctx.qcache, &ctx.hcache}) {
+    for (ggml_cuda_qcache * q : {&ctx.qcache, &ctx.hcache, &ctx.wcache}) {
         const char * b0 = (const char *)q->src, * b1 = b0 + q->bytes;
         if (q->buf && a0 < b1 && b0 < a1) q->buf = nullptr;
     }
@@ -243,26 +264,33 @@ static const void * kernel_layout_data(ggml_cuda_context & ctx, const ggml_tenso
     return w;
 }
 
-// dst = a^T b through the GEMM f: on f16 tensor cores with b converted to f16 (mmq-h.cuh), or with
-// GGML_CUDA_MMQ_INT8=1 on int8 tensor cores with b quantized to q8s (both copies of b cached, so they lie below the
+// dst = a^T b through the GEMM f: on f16 tensor cores with b converted to f16 (on wgmma up to ctx.mmq_wg_n columns
+// where the device has it, mmq-w.cuh, b in its order; else mmq-s.cuh up to ctx.mmq_stream_n, mmq-h.cuh beyond), or with
+// GGML_CUDA_MMQ_INT8=1 on int8 tensor cores with b quantized to q8s (every copy of b cached, so they lie below the
 // mark)
 static void mul_mat_mmq(ggml_cuda_context & ctx, const ggml_cuda_mmq_fns * f, const ggml_tensor * a,
                         const ggml_tensor * b, ggml_tensor * dst) {
+    const ggml_cuda_mmqh_fn wg =
+        !ctx.mmq_int8 && ctx.mmw_ok && b->ne[1] <= ctx.mmq_wg_n ? ggml_cuda_mmw(a->type) : nullptr;
     ggml_tensor bh;
     const void * bq = nullptr;
     if (ctx.mmq_int8)
         bq = quantized_b_plain(ctx, b);
     else
-        bh = f16_b(ctx, b);
+        bh = wg ? mmw_b(ctx, b) : f16_b(ctx, b);
     const size_t mark = ctx.pool.mark();
     bool early = true;
     const void * w = kernel_layout_data(ctx, a, early);
-    if (ctx.mmq_int8)
+    if (ctx.mmq_int8) {
         f->s8(ctx, a, w, early, bq, b, dst);
-    else if (b->ne[1] <= ctx.mmq_stream_n)
+    } else if (wg) {
+        wg(ctx, a, w, early, &bh, dst);
+        ++ctx.n_mmw;
+    } else if (b->ne[1] <= ctx.mmq_stream_n) {
         f->stream(ctx, a, w, early, &bh, dst);
-    else
+    } else {
         f->f16(ctx, a, w, early, &bh, dst);
+    }
     ctx.pool.rewind(mark);
 }
 

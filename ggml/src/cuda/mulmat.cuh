@@ -23,8 +23,8 @@ GGML_CUDA_OP(mul_mat);
 bool ggml_cuda_mul_mat_dequant_f16(const ggml_cuda_context & ctx, const ggml_tensor * mm);
 void ggml_cuda_weight_to_f16(ggml_cuda_context & ctx, const ggml_tensor * a, half * dst);
 
-// The activation caches (ctx.qcache: q8s, ctx.hcache: f16) must forget b once a node writes over it: call after
-// each node.
+// The activation caches (ctx.qcache: q8s, ctx.hcache: f16, ctx.wcache: wgmma order) must forget b once a node writes
+// over it: call after each node.
 void ggml_cuda_qcache_written(ggml_cuda_context & ctx, const ggml_tensor * t);
 // Fill the cache with q (ggml_cuda_q8s_size(nrows(b), ne0(b)) bytes of pool memory holding b quantized by a
 // fused kernel, bit-identical to ggml_cuda_quantize_q8s): the next q8_0 mat-vecs reading b skip quantizing.

@@ -1,0 +1,276 @@
+// mmq-w.cuh - the small-N quantized GEMM on Hopper's warpgroup tensor-core MMA (wgmma, sm_90a): dst = a^T b with a
+// quantized in the kernel layout and b the activations in f16, for N up to MMW_MAX_N (batched decode of 5..64
+// sequences and prompts of up to 64 tokens by default, ctx.mmq_wg_n; ahead of k_mms and k_mmqh). Included only by the
+// instance files mmqw-<type>.cu, which CMake also builds for sm_90a; the kernel is empty in any other pass and
+// mmqw.cu's probe (ggml_cuda_mmw_ok) says whether the device runs the sm_90a one.
+//
+// Why: at N = 64 the streamed kernel (mmq-s.cuh) issues as many mma.sync m16n8k16 as the weights take bytes to read
+// (4096 x 4096 q8_0: ~3.8 us of tensor work against ~4.2 us of bytes on an H200) and the two do not overlap within a
+// warp; the tiled one (mmq-h.cuh) is bound by its shared-memory fragment loads. wgmma m64nNk16 does the products at
+// about twice mma.sync's rate, reads the activations straight from shared memory (no fragment loads through the
+// registers) and runs asynchronously to the warp's integer work. H200, q8_0, us a call (bench-mmvq, 4096 x 4096 /
+// 4096 x 11008 / 11008 x 4096): N = 64 14.1 / 27.1 / 27.2 against 18.6 / 36.8 / 35.9 tiled; N = 32 11.2 / 19.6 /
+// 19.4 against 12.5 / 30.8 / 30.7 streamed (docs/perf.md, twentieth session).
+//
+// A block of 2 warpgroups (8 warps) owns MMW_BM (128) weight rows and a K range of kr values (the K split):
+//   - it copies its activation slice (NT columns x kr values, f16) into shared memory once, 16-byte cp.async of one
+//     contiguous range (chunk 0 first, the rest waited for at chunk 1): mulmat.cu converts the activations once per step (ggml_cuda_mmw_order, mmqw.cu; cached for
+//     the GEMMs that share them) into the order wgmma reads, the K-major canonical layout without swizzle: per k16
+//     step, NT / 8 column groups x 2 k halves of 8 x 8 "core matrices" of 128 contiguous bytes (core (group, half)
+//     at 256 group + 128 half bytes of the step's tile), zero past N and K (K padded to a multiple of MMW_KC);
+//   - warp w owns rows 16w .. 16w + 15 of the block (warp w % 4 of its warpgroup's m64 tile); per chunk of 128 values
+//     of K, lane (g, t) (g = lane / 4, t = lane % 4) loads 32-value unit t of rows g and g + 8 (T::mmq_load: the
+//     raw bytes, mmw_pf chunks in flight), dequantizes them (mmqh_s8x4: d * q + m in f16) straight into the A
+//     fragments of the chunk's 8 k16 steps: in step s the lane's logical k 2t, 2t + 1 are values 4s, 4s + 1 of its
+//     unit and 2t + 8, 2t + 9 values 4s + 2, 4s + 3, so the activations are stored with the same permutation;
+//   - 8 wgmma per chunk (one commit group), accumulators d[NT / 2]: d[4j + e] is row g + 8 (e / 2), column
+//     8j + 2t + e % 2 of the warp's 16 x NT tile;
+//   - the K split's partial sums are added into dst (zeroed by mmq_launch).
+// Ragged edges: rows past M load row M - 1 (not stored); columns past N and K past the last unit are zero.
+#pragma once
+#include "cp-async.cuh"
+#include "mmq-t.cuh"
+
+#define MMW_BM 128                // weight rows per block: 2 warpgroups of 64
+#define MMW_KC 128                // K values per chunk: unit t of 32 values for lane t
+#define MMW_MAX_N 64              // columns: NT = 32 or 64
+#define MMW_SMEM (96 * 1024)      // the most activation bytes per block: two blocks per SM
+#define MMW_MIN_KR (2 * MMW_KC)   // the smallest K range per block
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define GGML_CUDA_WGMMA 1
+#endif
+
+// chunks of raw weight units in flight per lane: 2, one for the types whose units take more than 48 bytes of
+// registers (q3_K, q5_K, q6_K spill at two: 128 registers for two blocks per SM)
+template <typename T> static constexpr int mmw_pf() { return sizeof(typename T::MU) > 48 ? 1 : 2; }
+
+// d += a (16 x 16 of this warp's rows, in mma.m16n8k16's A fragment order) x b (16 x N, the descriptor's tile),
+// f16 -> f32, one wgmma m64nNk16 of the warpgroup
+template <int N> __device__ void mmw_mma(float (&d)[N / 2], const int (&a)[4], uint64_t desc);
+template <> __device__ __forceinline__ void mmw_mma<32>(float (&d)[16], const int (&a)[4], uint64_t desc) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, "
+                 "{%16, %17, %18, %19}, %20, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1));
+}
+template <> __device__ __forceinline__ void mmw_mma<64>(float (&d)[32], const int (&a)[4], uint64_t desc) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+                 "{%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+                   "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1));
+}
+
+// the shared-memory descriptor of a K-major tile without swizzle at byte address addr: core matrices 128 bytes
+// apart along K (leading dimension offset), 256 apart along N (stride dimension offset)
+static __device__ __forceinline__ uint64_t mmw_desc(uint32_t addr) {
+    return (uint64_t)((addr >> 4) & 0x3fff) | (uint64_t)(128 >> 4) << 16 | (uint64_t)(256 >> 4) << 32;
+}
+
+// keep the compiler from moving accumulator reads or writes across the asynchronous MMA
+template <int N> static __device__ __forceinline__ void mmw_fence_acc(float (&d)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i)
+        asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// dst [M, N, B2, B3]; weight rows flat (row + (i2/r2)*M + (i3/r3)*M*A2); xw: the activations of batch bz at
+// xw + bz * Kp * NT in the order of ggml_cuda_mmw_order (16-byte aligned); kr: K values per block (a multiple of
+// MMW_KC), blockIdx.z % ksplit its slice. early: the weights may be read before pdl_wait().
+template <typename T, int NT>
+static __global__ void __launch_bounds__(MMQ_NT, 2)
+    k_mmw(const qregs w, const half * __restrict__ xw, float * __restrict__ dst, int K, int M, int N, int64_t Kp,
+          int64_t A2, int64_t B2, int64_t r2, int64_t r3, cuda_shape ds, int kr, int early, int ksplit) {
+#if defined(GGML_CUDA_WGMMA)
+    constexpr int SB = T::MMQ_SB, PF = mmw_pf<T>();
+    extern __shared__ int4 mmw_smem[];
+    half * sx = (half *)mmw_smem; // [kr / 16 steps][NT / 8 groups][2 halves][8 columns][8 values]
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, g = lane / 4, t = lane % 4;
+    const int64_t bz = blockIdx.z / ksplit, i2 = bz % B2, i3 = bz / B2;
+    const int k0 = (int)(blockIdx.z % ksplit) * kr, k1 = min(K, k0 + kr);
+    if (k0 >= K) return;
+    const int r0 = blockIdx.y * MMW_BM + 16 * warp;
+    const int64_t off = (i2 / r2) * M + (i3 / r3) * M * A2;
+    const int nbr = K / T::QK;
+    int64_t wb[2]; // first block of rows r0 + g, r0 + g + 8
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+        wb[i] = ((int64_t)min(r0 + g + 8 * i, M - 1) + off) * nbr;
+    const int nc = (k1 - k0 + MMW_KC - 1) / MMW_KC;
+
+    typename T::MU u[PF][2]; // the raw units of the chunks in flight
+    auto load = [&](int c, typename T::MU(&uu)[2]) {
+        const int kv = k0 + c * MMW_KC + 32 * t;
+        if (kv < k1) {
+#pragma unroll
+            for (int i = 0; i < 2; ++i)
+                T::mmq_load(w, wb[i] + kv / T::QK, (kv % T::QK) / 32, uu[i]);
+        }
+    };
+
+    if (!early) pdl_wait();
+#pragma unroll
+    for (int p = 0; p < PF; ++p)
+        load(p, u[p]); // the first weights before pdl_wait: they do not depend on the kernel before
+    pdl_wait();
+    { // the activation slice: chunks k0 / MMW_KC .. + nc, contiguous in xw; chunk 0 first (one cp.async group), the
+      // rest in flight during chunk 0's MMAs (waited for at chunk 1)
+        const half * xs = xw + (bz * Kp + k0) * NT;
+        const int first = MMW_KC * NT / 8, pieces = nc * first;
+        for (int i = tid; i < first; i += MMQ_NT)
+            cp_async16(sx + 8 * i, xs + 8 * i);
+        cp_async_commit();
+        for (int i = first + tid; i < pieces; i += MMQ_NT)
+            cp_async16(sx + 8 * i, xs + 8 * i);
+        cp_async_commit();
+        cp_async_wait<1>();
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); // read next by the tensor cores
+        __syncthreads();
+    }
+    const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(sx);
+
+    float d[NT / 2];
+#pragma unroll
+    for (int i = 0; i < NT / 2; ++i)
+        d[i] = 0.0f;
+    for (int c0 = 0; c0 < nc; c0 += PF) {
+#pragma unroll
+        for (int p = 0; p < PF; ++p) {
+            const int c = c0 + p;
+            if (c >= nc) break;
+            const int kv = k0 + c * MMW_KC + 32 * t;
+            int q[2][8];
+            half2 d2[2][2], m2[2][2];
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+                float dd[2] = {0.0f, 0.0f}, mm[2] = {0.0f, 0.0f};
+#pragma unroll
+                for (int e = 0; e < 8; ++e)
+                    q[i][e] = 0;
+                if (kv < k1) T::mmq_unpack(u[p][i], (kv % T::QK) / 32, q[i], dd, mm);
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    d2[i][e] = __float2half2_rn(dd[e]);
+                    m2[i][e] = __float2half2_rn(mm[e]);
+                }
+            }
+            load(c + PF, u[p]); // in flight during this chunk's MMAs
+            int a[8][4];
+#pragma unroll
+            for (int s = 0; s < 8; ++s) {
+                const int sb = SB == 32 ? 0 : s / 4;
+                half2 lo0, hi0, lo1, hi1;
+                mmqh_s8x4(q[0][s], d2[0][sb], m2[0][sb], lo0, hi0);
+                mmqh_s8x4(q[1][s], d2[1][sb], m2[1][sb], lo1, hi1);
+                a[s][0] = *(const int *)&lo0; // row g, logical k 2t, 2t + 1
+                a[s][1] = *(const int *)&lo1; // row g + 8
+                a[s][2] = *(const int *)&hi0; // row g, logical k 2t + 8, 2t + 9
+                a[s][3] = *(const int *)&hi1;
+            }
+            if (c == 1) { // the rest of the activation slice
+                cp_async_wait<0>();
+                asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+                __syncthreads();
+            }
+            mmw_fence_acc(d);
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+            for (int s = 0; s < 8; ++s)
+                mmw_mma<NT>(d, a[s], mmw_desc(sbase + (uint32_t)(8 * c + s) * NT * 32));
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            mmw_fence_acc(d);
+        }
+    }
+    pdl_trigger();
+    // dst contiguous (qt_mmw): rows r0 + g (e < 2) and r0 + g + 8 (e >= 2), column 8j + 2t + e % 2 of d[4j + e]
+    const bool atomic = ksplit > 1, ok0 = r0 + g < M, ok1 = r0 + g + 8 < M;
+    float * base = (float *)((char *)dst + i2 * ds.nb[2] + i3 * ds.nb[3]) + r0 + g;
+    const int64_t ldd = ds.nb[1] / (int64_t)sizeof(float);
+#pragma unroll
+    for (int j = 0; j < NT / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int n = 8 * j + 2 * t + e;
+            if (n >= N) continue;
+            float * p = base + n * ldd;
+            if (atomic) {
+                if (ok0) atomicAdd(p, d[4 * j + e]);
+                if (ok1) atomicAdd(p + 8, d[4 * j + 2 + e]);
+            } else {
+                if (ok0) p[0] = d[4 * j + e];
+                if (ok1) p[8] = d[4 * j + 2 + e];
+            }
+        }
+#else
+    __trap(); // never launched: ggml_cuda_mmw_ok is false where this pass runs
+#endif
+}
+
+// the K range per block (a multiple of MMW_KC, MMW_MIN_KR .. the shared-memory limit): the fewest waves of two blocks
+// per SM x K values per block, the larger range on a tie (fewer partial sums)
+static inline int mmw_kr(const ggml_cuda_context & ctx, int64_t row_blocks, int64_t K, int NT) {
+    const int64_t kfit = MMW_SMEM / (NT * (int64_t)sizeof(half)) / MMW_KC * MMW_KC;
+    const int64_t kmax = std::max<int64_t>(MMW_MIN_KR, std::min(kfit, cuda_ceil_div(K, MMW_KC) * MMW_KC));
+    int64_t best_kr = kmax, best = INT64_MAX;
+    for (int64_t kr = kmax; kr >= MMW_MIN_KR; kr -= MMW_KC) {
+        const int64_t cost = cuda_ceil_div(row_blocks * cuda_ceil_div(K, kr), 2 * (int64_t)ctx.n_sm) * kr;
+        if (cost < best) {
+            best = cost;
+            best_kr = kr;
+        }
+    }
+    return (int)best_kr;
+}
+
+template <typename T, int NT>
+static void qt_mmw_nt(ggml_cuda_context & ctx, const ggml_tensor * a, const void * w, bool early,
+                      const ggml_tensor * bw, ggml_tensor * dst) {
+    const int64_t K = a->ne[0], M = a->ne[1], N = dst->ne[1], B2 = bw->ne[2], B3 = bw->ne[3];
+    const qregs r = qt_regs_of(T::type, w, ggml_nelements(a) / T::QK);
+    const int64_t row_blocks = cuda_ceil_div(M, MMW_BM);
+    const int kr = mmw_kr(ctx, row_blocks * B2 * B3, K, NT);
+    const int ks = (int)cuda_ceil_div(K, kr);
+    GGML_ASSERT(row_blocks <= 65535 && B2 * B3 * ks <= 65535);
+    const size_t smem = (size_t)kr * NT * sizeof(half);
+    static thread_local std::map<int, bool> attr_set; // up to MMW_SMEM of shared memory: allowed once per device
+    bool & done = attr_set[ctx.device];
+    if (!done) {
+        CUDA_CHECK(cudaFuncSetAttribute(k_mmw<T, NT>, cudaFuncAttributeMaxDynamicSharedMemorySize, MMW_SMEM));
+        done = true;
+    }
+    const dim3 grid(1, (unsigned)row_blocks, (unsigned)(B2 * B3 * ks));
+    mmq_launch(ctx, k_mmw<T, NT>, grid, smem, ks, early, dst, r, (const half *)bw->data, (float *)dst->data, (int)K,
+               (int)M, (int)N, bw->ne[0], a->ne[2], B2, B2 / a->ne[2], B3 / a->ne[3], cuda_shape_of(dst), kr);
+}
+
+// bw: the activations of dst = a^T b in wgmma order (ggml_cuda_mmw_order): f16 [ggml_cuda_mmw_kpad(K),
+// ggml_cuda_mmw_nt(N), B2, B3], dense, 16-byte aligned
+template <typename T>
+static void qt_mmw(ggml_cuda_context & ctx, const ggml_tensor * a, const void * w, bool early, const ggml_tensor * bw,
+                   ggml_tensor * dst) {
+    const int64_t K = a->ne[0], M = a->ne[1], N = dst->ne[1];
+    GGML_ASSERT(a->type == T::type && K % T::QK == 0 && K <= INT32_MAX && M <= INT32_MAX && N <= MMW_MAX_N);
+    GGML_ASSERT(ggml_is_contiguous(dst) && dst->type == GGML_TYPE_F32);
+    GGML_ASSERT(bw->type == GGML_TYPE_F16 && bw->ne[0] == ggml_cuda_mmw_kpad(K) && bw->ne[1] == ggml_cuda_mmw_nt(N) &&
+                dst->ne[0] == M && bw->ne[2] % a->ne[2] == 0 && bw->ne[3] % a->ne[3] == 0 &&
+                (uintptr_t)bw->data % 16 == 0);
+    if (M == 0 || N == 0 || bw->ne[2] * bw->ne[3] == 0) return;
+    if (bw->ne[1] == 32)
+        qt_mmw_nt<T, 32>(ctx, a, w, early, bw, dst);
+    else
+        qt_mmw_nt<T, 64>(ctx, a, w, early, bw, dst);
+}
+
+#define GGML_CUDA_MMW_INSTANCE(T, name)                                                                                \
+    extern const ggml_cuda_mmqh_fn ggml_cuda_mmw_##name;                                                               \
+    const ggml_cuda_mmqh_fn ggml_cuda_mmw_##name = qt_mmw<T>;

@@ -1,0 +1,102 @@
+// mmqw.cu - see mmq.cuh: the wgmma GEMM of each type's instance file (mmqw-<type>.cu), and whether the device runs
+// it. Built for sm_90a too, like the instance files: the probe is compiled in the same passes, so the cubin the
+// runtime picks for it is the one it picks for them.
+#include "mmq.cuh"
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define GGML_CUDA_WGMMA 1
+#endif
+
+#define MMW_DECL(name) extern const ggml_cuda_mmqh_fn ggml_cuda_mmw_##name;
+MMW_DECL(q8_0)
+MMW_DECL(q4_0)
+MMW_DECL(q4_1)
+MMW_DECL(q5_0)
+MMW_DECL(q5_1)
+MMW_DECL(q2_K)
+MMW_DECL(q3_K)
+MMW_DECL(q4_K)
+MMW_DECL(q5_K)
+MMW_DECL(q6_K)
+#undef MMW_DECL
+
+ggml_cuda_mmqh_fn ggml_cuda_mmw(ggml_type type) {
+    switch (type) {
+        case GGML_TYPE_Q8_0:
+            return ggml_cuda_mmw_q8_0;
+        case GGML_TYPE_Q4_0:
+            return ggml_cuda_mmw_q4_0;
+        case GGML_TYPE_Q4_1:
+            return ggml_cuda_mmw_q4_1;
+        case GGML_TYPE_Q5_0:
+            return ggml_cuda_mmw_q5_0;
+        case GGML_TYPE_Q5_1:
+            return ggml_cuda_mmw_q5_1;
+        case GGML_TYPE_Q2_K:
+            return ggml_cuda_mmw_q2_K;
+        case GGML_TYPE_Q3_K:
+            return ggml_cuda_mmw_q3_K;
+        case GGML_TYPE_Q4_K:
+            return ggml_cuda_mmw_q4_K;
+        case GGML_TYPE_Q5_K:
+            return ggml_cuda_mmw_q5_K;
+        case GGML_TYPE_Q6_K:
+            return ggml_cuda_mmw_q6_K;
+        default:
+            return nullptr;
+    }
+}
+
+// Thread (column n < nt, values 8j .. 8j + 7 of K padded to Kp) of batch bz: in chunk c = 8j / 128 they are values
+// 8p .. 8p + 7 of 32-value unit u (mmq-w.cuh: lane t's unit is u = t), i.e. k16 steps 2p and 2p + 1 of the chunk:
+// in step s, values 4s, 4s + 1 of unit u are logical k 2u, 2u + 1 (core matrix half 0) and 4s + 2, 4s + 3 are
+// 2u + 8, 2u + 9 (half 1). Step tiles of nt x 16 halves, core (n / 8, half) 128 + 64 half halves into it, row n % 8.
+static __global__ void k_mmw_order(const char * __restrict__ b, half * __restrict__ dst, int K, int N, int64_t Kp,
+                                   int nt, cuda_shape bs, int64_t B2, int64_t total) {
+    pdl_start();
+    const int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= total) return;
+    const int n = (int)(idx % nt);
+    const int64_t j = (idx / nt) % (Kp / 8), bz = idx / nt / (Kp / 8);
+    const int k = (int)(8 * j), c = k / 128, u = (k % 128) / 32, p = (k % 32) / 8;
+    const char * src = b + n * bs.nb[1] + (bz % B2) * bs.nb[2] + (bz / B2) * bs.nb[3];
+    float v[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+        v[e] = n < N && k + e < K ? *(const float *)(src + (int64_t)(k + e) * bs.nb[0]) : 0.0f;
+    half2 * t0 = (half2 *)(dst + bz * Kp * nt + (int64_t)(8 * c + 2 * p) * nt * 16 + 128 * (n / 8) + 8 * (n % 8) + 2 * u);
+    half2 * t1 = t0 + nt * 8; // step 2p + 1
+    t0[0] = __floats2half2_rn(v[0], v[1]);
+    t0[32] = __floats2half2_rn(v[2], v[3]);
+    t1[0] = __floats2half2_rn(v[4], v[5]);
+    t1[32] = __floats2half2_rn(v[6], v[7]);
+}
+
+void ggml_cuda_mmw_order(ggml_cuda_context & ctx, const ggml_tensor * b, half * dst) {
+    GGML_ASSERT(b->type == GGML_TYPE_F32 && b->ne[1] <= 64);
+    const int64_t Kp = ggml_cuda_mmw_kpad(b->ne[0]), nt = ggml_cuda_mmw_nt(b->ne[1]);
+    const int64_t total = nt * (Kp / 8) * b->ne[2] * b->ne[3];
+    if (total == 0) return;
+    ggml_cuda_launch(ctx, k_mmw_order, dim3((unsigned)cuda_ceil_div(total, 256)), dim3(256), 0, (const char *)b->data,
+                     dst, (int)b->ne[0], (int)b->ne[1], Kp, (int)nt, cuda_shape_of(b), b->ne[2], total);
+}
+
+static __global__ void k_mmw_probe(int * out) {
+#if defined(GGML_CUDA_WGMMA)
+    *out = 1;
+#else
+    *out = 0;
+#endif
+}
+
+bool ggml_cuda_mmw_ok(int device) {
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess || prop.major != 9 || prop.minor != 0) return false;
+    int * d = nullptr, h = 0;
+    CUDA_CHECK(cudaMalloc(&d, sizeof(int)));
+    k_mmw_probe<<<1, 1>>>(d);
+    const cudaError_t e = cudaGetLastError(); // no kernel image for this device: the sm_90a pass was not built
+    if (e == cudaSuccess) CUDA_CHECK(cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaFree(d));
+    return e == cudaSuccess && h == 1;
+}
