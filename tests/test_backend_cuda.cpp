@@ -13,13 +13,13 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cuda_runtime.h>
 #include <doctest/doctest.h>
 #include <map>
 #include <set>
 #include <string>
 
 #ifdef GGML_USE_CUDA
+#include <cuda_runtime.h> // the device's compute capability (the wgmma GEMM case)
 
 namespace {
 
