@@ -1391,6 +1391,55 @@ TEST_CASE("fused mat-vec group and gate/up+swiglu equal the separate kernels bit
     ggml_backend_free(plain);
 }
 
+// A batched decode step's q/k/v and gate/up GEMMs (2..64 columns of one activation, on the wgmma GEMM where the device
+// has it) run as one launch per group (fusion codes 15 / 16, mmq-w.cuh's weight groups): equal to the separate
+// launches up to the order of the K split's additions, and to the CPU; rows not a multiple of the 128-row blocks, so
+// a block past one weight's end must not spill into the next weight's rows.
+TEST_CASE("batched q/k/v and gate/up GEMMs in one wgmma launch equal the separate launches and the CPU") {
+    setenv("GGML_CUDA_MMW_GROUP", "64", 1); // grouped up to 64 columns (the default stops at 32)
+    backends be;
+    unsetenv("GGML_CUDA_MMW_GROUP");
+    ggml_backend_t plain = cuda_init_no_fusion();
+    int n_checked = 0;
+    for (ggml_type wt : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K}) {
+        for (int64_t N : {9, 33, 64}) {
+            for (bool glu : {false, true}) {
+                const int64_t K = 2048;
+                const layer_fn build = [=](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
+                    ggml_tensor * x = normed_input(cw, cg, K, N, true);
+                    if (glu) {
+                        ggml_tensor * g = ggml_mul_mat(cg, leaf(cw, wt, K, 1000, 1, "wg"), x);
+                        ggml_tensor * u = ggml_mul_mat(cg, leaf(cw, wt, K, 1000, 1, "wu"), x);
+                        return std::vector<ggml_tensor *>{ggml_swiglu_split(cg, g, u)};
+                    }
+                    return std::vector<ggml_tensor *>{ggml_mul_mat(cg, leaf(cw, wt, K, 333, 1, "wq"), x),
+                                                      ggml_mul_mat(cg, leaf(cw, wt, K, 128, 1, "wk"), x),
+                                                      ggml_mul_mat(cg, leaf(cw, wt, K, 37, 1, "wv"), x)};
+                };
+                const std::string name = std::string(ggml_type_name(wt)) + " N" + std::to_string(N) +
+                                         (glu ? " gate/up+swiglu" : " q/k/v");
+                INFO(name);
+                const int w0 = ggml_backend_cuda_get_wgmma_count(be.cuda);
+                compare_layer(be, name, build, wtol(wt)); // (against the CPU)
+                const int w1 = ggml_backend_cuda_get_wgmma_count(be.cuda);
+                const layer_result fused = run_layer(be.cuda, build, 5);
+                const int p0 = ggml_backend_cuda_get_wgmma_count(plain);
+                const layer_result sep = run_layer(plain, build, 5);
+                const int p1 = ggml_backend_cuda_get_wgmma_count(plain);
+                REQUIRE(fused.ok);
+                REQUIRE(sep.ok);
+                if (p1 == p0) continue; // no wgmma GEMM on this device: nothing is grouped
+                CHECK(w1 - w0 > 0);                           // one launch for the group (in each run)
+                CHECK(p1 - p0 == (glu ? 2 : 3) * (w1 - w0)); // one per weight without fusion
+                CHECK(backend_case_nmse(fused.values, sep.values) <= 1e-10);
+                ++n_checked;
+            }
+        }
+    }
+    MESSAGE("grouped wgmma GEMM cases checked: ", n_checked);
+    ggml_backend_free(plain);
+}
+
 TEST_CASE("fused gate/up mat-vecs + swiglu in one launch (q8_0, q4_0, q4_K, q5_K, f16)") {
     backends be;
     struct shape {

@@ -36,6 +36,7 @@
 #define GGML_CUDA_N_COUNTERS_EPI 1024
 #define GGML_CUDA_N_COUNTERS_KV 1024
 #define GGML_CUDA_N_COUNTERS (GGML_CUDA_N_COUNTERS_EPI + GGML_CUDA_N_COUNTERS_KV)
+#define GGML_CUDA_MMW_TILES 65536 // output tiles of one wgmma GEMM launch with ctx.mmw_tick counters
 
 // Scratch memory for one graph_compute: a bump allocator over one device block. Addresses are
 // stable between calls with the same sequence of requests (CUDA graphs rely on that). When a
@@ -61,12 +62,20 @@ struct ggml_cuda_pool {
         if (used > peak) peak = used;
         return p;
     }
-    void reset() { used = 0; }
+    void reset() {
+        used = 0;
+        pin_end = 0;
+    }
+    // One allocation kept for reuse across nodes (ctx.rcache) ends at pin_end: a rewind below it drops it (0).
+    size_t pin_end = 0;
     // Scratch that only the next kernels of the stream read (a dequantized weight for one GEMM): take mark()
     // before allocating it and rewind(m) once its readers are launched; later requests reuse the memory, in
     // stream order. The peak, so the block settle() makes, is then the largest such scratch, not their sum.
     size_t mark() const { return used; }
-    void rewind(size_t m) { used = m; }
+    void rewind(size_t m) {
+        used = m;
+        if (m < pin_end) pin_end = 0;
+    }
     // after the stream is idle: fold overflow blocks into one block of the peak size
     bool settle() {
         if (extra.empty()) return false;
@@ -116,6 +125,7 @@ struct ggml_cuda_context {
     ggml_cuda_qcache qcache; // q8s activations (quantized_b in mulmat.cu)
     ggml_cuda_qcache hcache; // f16 activations of f16-weight GEMMs (prompts: q/k/v and gate/up share one)
     ggml_cuda_qcache wcache; // the wgmma GEMM's f16 activations in its shared-memory order (mmq-w.cuh)
+    ggml_cuda_qcache rcache; // an attention mask's key ranges (fattn-range.cuh): every layer of a step reads one mask
     int n_sm = 0;
     bool use_graphs = true;
     // graphs whose mat-muls have at most this many columns are captured and replayed (decode steps, B sequences
@@ -152,6 +162,14 @@ struct ggml_cuda_context {
     // ahead of mmq_stream_n; GGML_CUDA_MMQ_WG_N sets it (0: never)
     int mmq_wg_n = 64;
     bool mmw_ok = false;
+    // where mmw_ok: 2 ints per tile of the wgmma GEMM's K split (mmq-w.cuh: the first block to finish a tile stores
+    // it, the others add theirs; no memset of dst), zero between launches; nullptr with GGML_CUDA_MMW_TICK=0 (the
+    // memset + atomic adds of mmq_launch, an A/B)
+    int * mmw_tick = nullptr;
+    // q/k/v and gate/up of a batched step in one wgmma launch up to this many columns (GGML_CUDA_MMW_GROUP=n, 0: never).
+    // H200, Llama-2-7B q8_0 batched-bench: B = 8 1497 -> 1562-1565 t/s, B = 32 3986-4032 -> 4158-4185, but B = 64
+    // 4633-4735 -> 4531-4545 (its grouped grids run ~3-4 waves where the separate ones run one or two each)
+    int mmw_group_n = 32;
     // quantized weights times N <= mmv_max_n columns (<= MUL_MAT_VEC_MAX_N) through the mat-vec kernels, more through
     // the GEMM (H200, q8_0 4096 x 11008: mat-vec 40.7 us at N 8, the streamed GEMM 21.4 at N 9);
     // GGML_CUDA_MMV_MAX_N sets it (1..8). The mat-vec keeps N <= 8 when the GEMM is off or on int8

@@ -65,7 +65,23 @@ template <bool F16> static __global__ void __launch_bounds__(256) k_mask_ranges(
 
 int2 * ggml_cuda_mask_ranges(ggml_cuda_context & ctx, const char * mask, int64_t row_stride, bool f16, int n_kv,
                              int n_tokens) {
+    // the layers of a step read one mask: its ranges are computed by the first and reused until a node writes over
+    // the mask's memory (ggml_cuda_qcache_written) or the graph ends (B = 64 batched decode: 32 launches a step -> 1)
+    ggml_cuda_qcache & c = ctx.rcache;
+    // (the pool's pin: a caller's rewind below the buffer gives its memory back, and the cache forgets it)
+    if (c.buf && ctx.pool.pin_end == c.nb[3] && c.src == mask && c.nb[1] == row_stride && c.ne[0] == n_kv &&
+        c.ne[1] == n_tokens && c.ne[2] == f16)
+        return (int2 *)c.buf;
     int2 * out = (int2 *)ctx.pool.alloc(sizeof(int2) * 2 * n_tokens);
+    c = {};
+    c.nb[3] = ctx.pool.pin_end = ctx.pool.used;
+    c.src = mask;
+    c.bytes = (size_t)row_stride * (n_tokens - 1) + (size_t)n_kv * (f16 ? 2 : 4);
+    c.ne[0] = n_kv;
+    c.ne[1] = n_tokens;
+    c.ne[2] = f16;
+    c.nb[1] = row_stride;
+    c.buf = out;
     if (f16) {
         ggml_cuda_launch(ctx, k_mask_ranges<true>, dim3(n_tokens), dim3(256), 0, mask, row_stride, n_kv, out);
     } else {

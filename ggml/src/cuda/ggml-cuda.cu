@@ -266,6 +266,8 @@ static std::string profile_label(const ggml_cuda_context & ctx, const ggml_tenso
         case 10: return "ROPE q+ROPE k+SET_ROWS k,v";
         case 11: return "FLASH_ATTN_EXT+Q8S";
         case 12: return std::string("MUL_MAT ") + ggml_type_name(t->src[0]->type) + " vec+ADD+RMS_NORM+MUL+Q8S";
+        case 15:
+        case 16: return std::string("MUL_MAT ") + ggml_type_name(t->src[0]->type) + " gemm n<=64 x" + (fused == 15 ? "2" : "3");
         default: break;
     }
     std::string l = ggml_op_name(t->op);
@@ -293,7 +295,7 @@ static ggml_status profile_graph(ggml_cuda_context & ctx, ggml_cgraph * gf, cons
     }
     const int64_t t0 = ggml_time_us();
     ctx.pool.reset();
-    ctx.qcache = ctx.hcache = ctx.wcache = {};
+    ctx.qcache = ctx.hcache = ctx.wcache = ctx.rcache = {};
     std::vector<int> idx;
     CUDA_CHECK(cudaEventRecord(p.ev[0], ctx.stream));
     for (int i = 0; i < n; ++i) {
@@ -445,6 +447,8 @@ static void run_node(ggml_cuda_context & ctx, ggml_tensor * t) {
 //      (ggml_cuda_mul_mat_group_rope; a q8_0 / q4_0 cache too: each 32-row group quantized by the last block to
 //      compute it); q, k, v and the rope(k) result are not written (nothing else reads them).
 //      The rope launch between the q/k/v mat-vecs and the attention of a decode step goes away.
+//   15 / 16: nodes i..i+1 / i..i+2 are MUL_MATs of one activation of 2..64 columns that would each run the wgmma
+//      GEMM (q, k, v or gate, up of a batched decode step): one launch (ggml_cuda_mul_mat_group_wg).
 // Only adjacent nodes are fused: computing node i+1 / i+2 at node i's place is then safe (their inputs are
 // ready, and the allocator cannot have handed their outputs memory that node i still reads). One exception,
 // checked by ggml_cuda_mul_mat_swiglu_ok: SWIGLU's output may lie over the activation once gate/up were its
@@ -456,7 +460,7 @@ static int fused_span(int code) {
     if (code == 10) return 6;
     if (code == 11) return 2;
     if (code == 12) return 4;
-    return code == 2 || code == 4 || code == 5 || code == 7 || code == 8 ? 3 : code ? 2 : 1;
+    return code == 2 || code == 4 || code == 5 || code == 7 || code == 8 || code == 16 ? 3 : code ? 2 : 1;
 }
 
 // f(t) for every tensor node u reads: its sources, what they view, and what u itself views
@@ -530,6 +534,12 @@ static void plan_mat_vec_fusions(const ggml_cuda_context & ctx, ggml_cgraph * gf
             i += 2;
         } else if (ggml_cuda_mul_mat_group_ok(ctx, mm, 2)) {
             fused[i] = 3;
+            i += 1;
+        } else if (g && ggml_cuda_mul_mat_group_wg_ok(ctx, mm, 3)) {
+            fused[i] = 16;
+            i += 2;
+        } else if (ggml_cuda_mul_mat_group_wg_ok(ctx, mm, 2)) {
+            fused[i] = 15;
             i += 1;
         }
     }
@@ -762,6 +772,8 @@ static int run_fused(ggml_cuda_context & ctx, ggml_cgraph * gf, int i, int fused
             ggml_cuda_mul_mat_group(ctx, nodes, n);
             ++ctx.n_fused_mmv_group;
             break;
+        case 15:
+        case 16: ggml_cuda_mul_mat_group_wg(ctx, nodes, n); break;
         case 5:
             ggml_cuda_mul_mat_swiglu(ctx, nodes[2]->src[0], nodes[2]->src[1], nodes[2]);
             ++ctx.n_fused_swiglu;
@@ -806,7 +818,8 @@ static unsigned twice_class(const ggml_tensor * t, int f) {
     if (f == 1 || f == 2 || f == 6 || f == 7 || t->op == GGML_OP_RMS_NORM) return 1u;
     if (f == 8 || f == 9 || f == 10 || t->op == GGML_OP_ROPE || t->op == GGML_OP_SET_ROWS) return 2u;
     if (f == 11 || t->op == GGML_OP_FLASH_ATTN_EXT) return 4u;
-    if (f == 3 || f == 4 || f == 5 || f == 12 || f == 13 || f == 14 || t->op == GGML_OP_MUL_MAT) return 8u;
+    if (f == 3 || f == 4 || f == 5 || f == 12 || f == 13 || f == 14 || f == 15 || f == 16 || t->op == GGML_OP_MUL_MAT)
+        return 8u;
     return 16u;
 }
 
@@ -821,7 +834,7 @@ static unsigned twice_mask_of(const char * s) {
 
 static void run_graph(ggml_cuda_context & ctx, ggml_cgraph * gf, const std::vector<uint8_t> & fused) {
     ctx.pool.reset();
-    ctx.qcache = ctx.hcache = ctx.wcache = {};
+    ctx.qcache = ctx.hcache = ctx.wcache = ctx.rcache = {};
     ggml_cuda_dq_ahead_begin(ctx, gf, fused);
     for (int i = 0; i < gf->n_nodes; ++i) {
         if (ggml_nelements(gf->nodes[i]) == 0) continue;
@@ -1136,7 +1149,7 @@ static ggml_status cuda_graph_compute_profile(ggml_backend_t backend, ggml_cgrap
     plan_fusions(ctx, gf, fused);
     if (ctx.use_graphs) ctx.graphs->last_id = 0; // the next call looks its graph up again
     ctx.pool.reset();
-    ctx.qcache = ctx.hcache = ctx.wcache = {};
+    ctx.qcache = ctx.hcache = ctx.wcache = ctx.rcache = {};
     const auto run = [&](int i) { return run_fused(ctx, gf, i, fused[i]); };
     if (!(ctx.use_graphs && graph_is_capturable(ctx, gf) && ggml_cuda_profile_graph_replay(ctx, gf, run, rec, user)))
         ggml_cuda_profile_graph(ctx, gf, run, rec, user);
@@ -1153,6 +1166,7 @@ static void cuda_backend_free(ggml_backend_t backend) {
     ggml_cuda_context * ctx = (ggml_cuda_context *)backend->context;
     cudaSetDevice(ctx->device);
     cudaStreamSynchronize(ctx->stream);
+    ggml_cuda_ktrace_report();
     if (ctx->prof) {
         profile_report(*ctx);
         for (cudaEvent_t e : ctx->prof->ev)
@@ -1170,6 +1184,7 @@ static void cuda_backend_free(ggml_backend_t backend) {
     if (ctx->cublas) cublasDestroy(ctx->cublas);
     if (ctx->cublas_ws) cudaFree(ctx->cublas_ws);
     if (ctx->counters) cudaFree(ctx->counters);
+    if (ctx->mmw_tick) cudaFree(ctx->mmw_tick);
     if (ctx->stream) cudaStreamDestroy(ctx->stream);
     delete ctx;
     delete backend;
@@ -1326,6 +1341,7 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
     ctx->use_graphs = !(ng && *ng && strcmp(ng, "0") != 0);
     if (const char * gn = std::getenv("GGML_CUDA_GRAPH_MAX_N")) ctx->graph_max_n = std::max(0, atoi(gn));
     ctx->graphs = new ggml_cuda_graph_cache;
+    ggml_cuda_ktrace_begin();
     const char * pr = std::getenv("GGML_CUDA_PROFILE");
     if (pr && *pr && strcmp(pr, "0") != 0) {
         ctx->prof = new ggml_cuda_profile;
@@ -1351,6 +1367,12 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
         ctx->mmq_stream_n = std::max(0, std::min(64, atoi(sn)));
     if (const char * wn = std::getenv("GGML_CUDA_MMQ_WG_N")) ctx->mmq_wg_n = std::max(0, std::min(64, atoi(wn)));
     ctx->mmw_ok = ctx->mmq_wg_n > 0 && ggml_cuda_mmw_ok(device);
+    if (const char * mg = std::getenv("GGML_CUDA_MMW_GROUP")) ctx->mmw_group_n = std::max(0, atoi(mg));
+    const char * tk = std::getenv("GGML_CUDA_MMW_TICK");
+    if (ctx->mmw_ok && !(tk && atoi(tk) == 0)) {
+        CUDA_CHECK(cudaMalloc(&ctx->mmw_tick, sizeof(int) * 2 * GGML_CUDA_MMW_TILES));
+        CUDA_CHECK(cudaMemset(ctx->mmw_tick, 0, sizeof(int) * 2 * GGML_CUDA_MMW_TILES));
+    }
     if (const char * mv = std::getenv("GGML_CUDA_MMV_MAX_N"))
         ctx->mmv_max_n = std::max(1, std::min(MUL_MAT_VEC_MAX_N, atoi(mv)));
     if (const char * ks = std::getenv("GGML_CUDA_MMQ_KS")) ctx->mmq_ks = std::max(0, std::min(16, atoi(ks)));

@@ -25,8 +25,12 @@
 //     unit and 2t + 8, 2t + 9 values 4s + 2, 4s + 3, so the activations are stored with the same permutation;
 //   - 8 wgmma per chunk (one commit group), accumulators d[NT / 2]: d[4j + e] is row g + 8 (e / 2), column
 //     8j + 2t + e % 2 of the warp's 16 x NT tile;
-//   - the K split's partial sums are added into dst (zeroed by mmq_launch).
+//   - the K split's partial sums: the first block of a tile to finish stores its sums, the others wait for that and
+//     add theirs (ctx.mmw_tick's counts: no memset of dst before the launch, which can then start early as the
+//     other kernels do); without the counts they are added into dst, zeroed by mmq_launch.
 // Ragged edges: rows past M load row M - 1 (not stored); columns past N and K past the last unit are zero.
+// Groups (mmw_group): one launch may take 2-3 weights of one type and K multiplying the same activations (q, k, v or
+// gate, up of a batched decode step, fusion codes 15 / 16): their row blocks follow each other in the grid.
 #pragma once
 #include "cp-async.cuh"
 #include "mmq-t.cuh"
@@ -83,13 +87,32 @@ template <int N> static __device__ __forceinline__ void mmw_fence_acc(float (&d)
         asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// dst [M, N, B2, B3]; weight rows flat (row + (i2/r2)*M + (i3/r3)*M*A2); xw: the activations of batch bz at
+static __device__ __forceinline__ int mmw_ld_acquire(const int * p) {
+    int v;
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+// The weights of one launch: one (batched) weight, or a group of 2-3 two-dimensional weights of one type and K that
+// multiply the same activations (q, k, v; gate, up): row blocks rb[m] .. rb[m + 1] - 1 of the grid are weight m's
+// (rb[n..3] = the grid's row blocks), its result dst[m] with columns ldd[m] floats apart.
+struct mmw_group {
+    qregs w[3];
+    float * dst[3];
+    int64_t ldd[3];
+    int M[3];
+    int rb[4];
+};
+
+// dst [M, N, B2, B3] (grp: one weight, or a group without batches); weight rows flat (row + (i2/r2)*M +
+// (i3/r3)*M*A2); xw: the activations of batch bz at
 // xw + bz * Kp * NT in the order of ggml_cuda_mmw_order (16-byte aligned); kr: K values per block (a multiple of
-// MMW_KC), blockIdx.z % ksplit its slice. early: the weights may be read before pdl_wait().
+// MMW_KC), blockIdx.z % ksplit its slice. early: the weights may be read before pdl_wait(). tick (ctx.mmw_tick, or
+// nullptr): two zeroed ints per tile (bz, blockIdx.y), for the K split without a memset of dst (see the end).
 template <typename T, int NT>
 static __global__ void __launch_bounds__(MMQ_NT, 2)
-    k_mmw(const qregs w, const half * __restrict__ xw, float * __restrict__ dst, int K, int M, int N, int64_t Kp,
-          int64_t A2, int64_t B2, int64_t r2, int64_t r3, cuda_shape ds, int kr, int early, int ksplit) {
+    k_mmw(const mmw_group grp, const half * __restrict__ xw, int K, int N, int64_t Kp, int64_t A2, int64_t B2,
+          int64_t r2, int64_t r3, cuda_shape ds, int * tick, int kr, int early, int ksplit) {
 #if defined(GGML_CUDA_WGMMA)
     constexpr int SB = T::MMQ_SB, PF = mmw_pf<T>();
     extern __shared__ int4 mmw_smem[];
@@ -97,8 +120,12 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, g = lane / 4, t = lane % 4;
     const int64_t bz = blockIdx.z / ksplit, i2 = bz % B2, i3 = bz / B2;
     const int k0 = (int)(blockIdx.z % ksplit) * kr, k1 = min(K, k0 + kr);
-    if (k0 >= K) return;
-    const int r0 = blockIdx.y * MMW_BM + 16 * warp;
+    if (k0 >= K && !tick) return; // (with tick every split has keys, mmw_launch; each must take its ticket)
+    const int m = ((int)blockIdx.y >= grp.rb[1]) + ((int)blockIdx.y >= grp.rb[2]); // the group's weight m
+    const qregs w = grp.w[m];
+    float * __restrict__ dst = grp.dst[m];
+    const int M = grp.M[m];
+    const int r0 = ((int)blockIdx.y - grp.rb[m]) * MMW_BM + 16 * warp;
     const int64_t off = (i2 / r2) * M + (i3 / r3) * M * A2;
     const int nbr = K / T::QK;
     int64_t wb[2]; // first block of rows r0 + g, r0 + g + 8
@@ -193,9 +220,25 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
     }
     pdl_trigger();
     // dst contiguous (qt_mmw): rows r0 + g (e < 2) and r0 + g + 8 (e >= 2), column 8j + 2t + e % 2 of d[4j + e]
-    const bool atomic = ksplit > 1, ok0 = r0 + g < M, ok1 = r0 + g + 8 < M;
+    // K split (ksplit > 1): without tick, the splits add into dst, zeroed before the launch (mmq_launch); with tick,
+    // the first block of the tile to get here stores its sums and the others wait for that, then add theirs
+    int * cnt = nullptr;
+    bool atomic = ksplit > 1;
+    if (atomic && tick) {
+        __shared__ int s_ticket;
+        cnt = tick + 2 * (bz * gridDim.y + blockIdx.y); // {tickets taken, blocks done}
+        if (tid == 0) s_ticket = atomicAdd(cnt, 1);
+        __syncthreads(); // (every warp's sums are final here)
+        atomic = s_ticket != 0;
+        if (atomic) {
+            if (tid == 0)
+                while (mmw_ld_acquire(cnt + 1) == 0) __nanosleep(64);
+            __syncthreads();
+        }
+    }
+    const bool ok0 = r0 + g < M, ok1 = r0 + g + 8 < M;
     float * base = (float *)((char *)dst + i2 * ds.nb[2] + i3 * ds.nb[3]) + r0 + g;
-    const int64_t ldd = ds.nb[1] / (int64_t)sizeof(float);
+    const int64_t ldd = grp.ldd[m];
 #pragma unroll
     for (int j = 0; j < NT / 8; ++j)
 #pragma unroll
@@ -211,16 +254,27 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
                 if (ok1) p[8] = d[4 * j + 2 + e];
             }
         }
+    if (cnt) { // done: the last of the tile's blocks zeroes both counts for the next launch
+        __threadfence();
+        __syncthreads();
+        if (tid == 0 && atomicAdd(cnt + 1, 1) == ksplit - 1) {
+            cnt[0] = 0;
+            cnt[1] = 0;
+        }
+    }
 #else
     __trap(); // never launched: ggml_cuda_mmw_ok is false where this pass runs
 #endif
 }
 
 // the K range per block (a multiple of MMW_KC, MMW_MIN_KR .. the shared-memory limit): the fewest waves of two blocks
-// per SM x K values per block, the larger range on a tie (fewer partial sums)
+// per SM x K values per block, the larger range on a tie (fewer partial sums). GGML_CUDA_MMQ_KS (ctx.mmq_ks): the
+// range of that many slices, as far as the shared memory holds it (1: no split where K fits, so no partial sums are
+// added in the blocks' arrival order: bit-reproducible results)
 static inline int mmw_kr(const ggml_cuda_context & ctx, int64_t row_blocks, int64_t K, int NT) {
     const int64_t kfit = MMW_SMEM / (NT * (int64_t)sizeof(half)) / MMW_KC * MMW_KC;
     const int64_t kmax = std::max<int64_t>(MMW_MIN_KR, std::min(kfit, cuda_ceil_div(K, MMW_KC) * MMW_KC));
+    if (ctx.mmq_ks > 0) return (int)std::min(kmax, cuda_ceil_div(cuda_ceil_div(K, ctx.mmq_ks), MMW_KC) * MMW_KC);
     int64_t best_kr = kmax, best = INT64_MAX;
     for (int64_t kr = kmax; kr >= MMW_MIN_KR; kr -= MMW_KC) {
         const int64_t cost = cuda_ceil_div(row_blocks * cuda_ceil_div(K, kr), 2 * (int64_t)ctx.n_sm) * kr;
@@ -232,12 +286,12 @@ static inline int mmw_kr(const ggml_cuda_context & ctx, int64_t row_blocks, int6
     return (int)best_kr;
 }
 
+// one launch of k_mmw for grp (row_blocks of it in all) times bw (B2 x B3 batches); dst0: grp.dst[0]'s tensor (the
+// memset of the fallback K split: one weight only)
 template <typename T, int NT>
-static void qt_mmw_nt(ggml_cuda_context & ctx, const ggml_tensor * a, const void * w, bool early,
-                      const ggml_tensor * bw, ggml_tensor * dst) {
-    const int64_t K = a->ne[0], M = a->ne[1], N = dst->ne[1], B2 = bw->ne[2], B3 = bw->ne[3];
-    const qregs r = qt_regs_of(T::type, w, ggml_nelements(a) / T::QK);
-    const int64_t row_blocks = cuda_ceil_div(M, MMW_BM);
+static void mmw_launch(ggml_cuda_context & ctx, const mmw_group & grp, int64_t row_blocks, int64_t K, int64_t N,
+                       int64_t A2, int64_t A3, bool early, const ggml_tensor * bw, ggml_tensor * dst0) {
+    const int64_t B2 = bw->ne[2], B3 = bw->ne[3];
     const int kr = mmw_kr(ctx, row_blocks * B2 * B3, K, NT);
     const int ks = (int)cuda_ceil_div(K, kr);
     GGML_ASSERT(row_blocks <= 65535 && B2 * B3 * ks <= 65535);
@@ -249,8 +303,17 @@ static void qt_mmw_nt(ggml_cuda_context & ctx, const ggml_tensor * a, const void
         done = true;
     }
     const dim3 grid(1, (unsigned)row_blocks, (unsigned)(B2 * B3 * ks));
-    mmq_launch(ctx, k_mmw<T, NT>, grid, smem, ks, early, dst, r, (const half *)bw->data, (float *)dst->data, (int)K,
-               (int)M, (int)N, bw->ne[0], a->ne[2], B2, B2 / a->ne[2], B3 / a->ne[3], cuda_shape_of(dst), kr);
+    const half * xw = (const half *)bw->data;
+    const int64_t Kp = bw->ne[0], r2 = B2 / A2, r3 = B3 / A3;
+    if (ks > 1 && ctx.mmw_tick && row_blocks * B2 * B3 <= GGML_CUDA_MMW_TILES) {
+        // the K split through the tile counts: no memset, and a programmatic dependent launch like the others
+        ggml_cuda_launch(ctx, k_mmw<T, NT>, grid, dim3(MMQ_NT), smem, grp, xw, (int)K, (int)N, Kp, A2, B2, r2, r3,
+                         cuda_shape_of(dst0), ctx.mmw_tick, kr, early ? 1 : 0, ks);
+        return;
+    }
+    GGML_ASSERT(ks == 1 || grp.rb[1] == row_blocks); // (groups are launched only with the counts)
+    mmq_launch(ctx, k_mmw<T, NT>, grid, smem, ks, early, dst0, grp, xw, (int)K, (int)N, Kp, A2, B2, r2, r3,
+               cuda_shape_of(dst0), (int *)nullptr, kr);
 }
 
 // bw: the activations of dst = a^T b in wgmma order (ggml_cuda_mmw_order): f16 [ggml_cuda_mmw_kpad(K),
@@ -265,12 +328,49 @@ static void qt_mmw(ggml_cuda_context & ctx, const ggml_tensor * a, const void * 
                 dst->ne[0] == M && bw->ne[2] % a->ne[2] == 0 && bw->ne[3] % a->ne[3] == 0 &&
                 (uintptr_t)bw->data % 16 == 0);
     if (M == 0 || N == 0 || bw->ne[2] * bw->ne[3] == 0) return;
+    const int64_t row_blocks = cuda_ceil_div(M, MMW_BM);
+    mmw_group grp = {};
+    grp.w[0] = qt_regs_of(T::type, w, ggml_nelements(a) / T::QK);
+    grp.dst[0] = (float *)dst->data;
+    grp.ldd[0] = (int64_t)(dst->nb[1] / sizeof(float));
+    grp.M[0] = (int)M;
+    grp.rb[1] = grp.rb[2] = grp.rb[3] = (int)row_blocks;
     if (bw->ne[1] == 32)
-        qt_mmw_nt<T, 32>(ctx, a, w, early, bw, dst);
+        mmw_launch<T, 32>(ctx, grp, row_blocks, K, N, a->ne[2], a->ne[3], early, bw, dst);
     else
-        qt_mmw_nt<T, 64>(ctx, a, w, early, bw, dst);
+        mmw_launch<T, 64>(ctx, grp, row_blocks, K, N, a->ne[2], a->ne[3], early, bw, dst);
+}
+
+// n = 2 or 3 two-dimensional weights a[m] of this type and one K (their data in the kernel layout, read early) times
+// the same activations bw (one batch): dst[m] = a[m]^T b in one launch. Needs ctx.mmw_tick (the K split of a group
+// adds no memset).
+template <typename T>
+static void qt_mmw_group(ggml_cuda_context & ctx, const ggml_tensor * const * a, int n, const ggml_tensor * bw,
+                         ggml_tensor * const * dst) {
+    GGML_ASSERT(n >= 2 && n <= 3 && ctx.mmw_tick && bw->ne[2] == 1 && bw->ne[3] == 1);
+    const int64_t K = a[0]->ne[0], N = dst[0]->ne[1];
+    mmw_group grp = {};
+    int64_t rb = 0;
+    for (int m = 0; m < n; ++m) {
+        GGML_ASSERT(a[m]->type == T::type && a[m]->ne[0] == K && ggml_is_contiguous(dst[m]) && dst[m]->ne[1] == N &&
+                    dst[m]->ne[0] == a[m]->ne[1] && a[m]->ne[1] <= INT32_MAX);
+        grp.w[m] = qt_regs_of(T::type, a[m]->data, ggml_nelements(a[m]) / T::QK);
+        grp.dst[m] = (float *)dst[m]->data;
+        grp.ldd[m] = a[m]->ne[1];
+        grp.M[m] = (int)a[m]->ne[1];
+        rb += cuda_ceil_div(a[m]->ne[1], MMW_BM);
+        grp.rb[m + 1] = (int)rb;
+    }
+    for (int m = n + 1; m < 4; ++m)
+        grp.rb[m] = (int)rb;
+    if (bw->ne[1] == 32)
+        mmw_launch<T, 32>(ctx, grp, rb, K, N, 1, 1, true, bw, dst[0]);
+    else
+        mmw_launch<T, 64>(ctx, grp, rb, K, N, 1, 1, true, bw, dst[0]);
 }
 
 #define GGML_CUDA_MMW_INSTANCE(T, name)                                                                                \
     extern const ggml_cuda_mmqh_fn ggml_cuda_mmw_##name;                                                               \
-    const ggml_cuda_mmqh_fn ggml_cuda_mmw_##name = qt_mmw<T>;
+    const ggml_cuda_mmqh_fn ggml_cuda_mmw_##name = qt_mmw<T>;                                                          \
+    extern const ggml_cuda_mmw_group_fn ggml_cuda_mmw_group_##name;                                                    \
+    const ggml_cuda_mmw_group_fn ggml_cuda_mmw_group_##name = qt_mmw_group<T>;

@@ -23,6 +23,11 @@ const ggml_cuda_mmq_fns * ggml_cuda_mmq(ggml_type type);
 // without. Only where ggml_cuda_mmw_ok(device): a compute capability 9.0 device running the sm_90a build of the
 // instance files.
 ggml_cuda_mmqh_fn ggml_cuda_mmw(ggml_type type);
+// the same for n = 2 or 3 two-dimensional weights a[m] of one type and K, in the kernel layout, times one activation
+// bw (one batch): dst[m] = a[m]^T b in one launch (q, k, v; gate, up). Needs ctx.mmw_tick.
+typedef void (*ggml_cuda_mmw_group_fn)(ggml_cuda_context & ctx, const ggml_tensor * const * a, int n,
+                                       const ggml_tensor * bw, ggml_tensor * const * dst);
+ggml_cuda_mmw_group_fn ggml_cuda_mmw_group(ggml_type type);
 bool ggml_cuda_mmw_ok(int device);
 // b (f32 [K, N, B2, B3], any strides, N <= 64) for the wgmma GEMM: f16 [mmw_kpad(K), mmw_nt(N), B2, B3] at dst, in the
 // order its blocks copy into shared memory (mmq-w.cuh), zero past K and N

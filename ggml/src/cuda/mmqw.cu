@@ -7,7 +7,9 @@
 #define GGML_CUDA_WGMMA 1
 #endif
 
-#define MMW_DECL(name) extern const ggml_cuda_mmqh_fn ggml_cuda_mmw_##name;
+#define MMW_DECL(name)                                                                                                 \
+    extern const ggml_cuda_mmqh_fn ggml_cuda_mmw_##name;                                                               \
+    extern const ggml_cuda_mmw_group_fn ggml_cuda_mmw_group_##name;
 MMW_DECL(q8_0)
 MMW_DECL(q4_0)
 MMW_DECL(q4_1)
@@ -20,32 +22,35 @@ MMW_DECL(q5_K)
 MMW_DECL(q6_K)
 #undef MMW_DECL
 
-ggml_cuda_mmqh_fn ggml_cuda_mmw(ggml_type type) {
+namespace {
+struct mmw_fns {
+    ggml_cuda_mmqh_fn one = nullptr;
+    ggml_cuda_mmw_group_fn group = nullptr;
+};
+mmw_fns mmw_fns_of(ggml_type type) {
+#define MMW_CASE(T, name)                                                                                              \
+    case T:                                                                                                            \
+        return {ggml_cuda_mmw_##name, ggml_cuda_mmw_group_##name};
     switch (type) {
-        case GGML_TYPE_Q8_0:
-            return ggml_cuda_mmw_q8_0;
-        case GGML_TYPE_Q4_0:
-            return ggml_cuda_mmw_q4_0;
-        case GGML_TYPE_Q4_1:
-            return ggml_cuda_mmw_q4_1;
-        case GGML_TYPE_Q5_0:
-            return ggml_cuda_mmw_q5_0;
-        case GGML_TYPE_Q5_1:
-            return ggml_cuda_mmw_q5_1;
-        case GGML_TYPE_Q2_K:
-            return ggml_cuda_mmw_q2_K;
-        case GGML_TYPE_Q3_K:
-            return ggml_cuda_mmw_q3_K;
-        case GGML_TYPE_Q4_K:
-            return ggml_cuda_mmw_q4_K;
-        case GGML_TYPE_Q5_K:
-            return ggml_cuda_mmw_q5_K;
-        case GGML_TYPE_Q6_K:
-            return ggml_cuda_mmw_q6_K;
+        MMW_CASE(GGML_TYPE_Q8_0, q8_0)
+        MMW_CASE(GGML_TYPE_Q4_0, q4_0)
+        MMW_CASE(GGML_TYPE_Q4_1, q4_1)
+        MMW_CASE(GGML_TYPE_Q5_0, q5_0)
+        MMW_CASE(GGML_TYPE_Q5_1, q5_1)
+        MMW_CASE(GGML_TYPE_Q2_K, q2_K)
+        MMW_CASE(GGML_TYPE_Q3_K, q3_K)
+        MMW_CASE(GGML_TYPE_Q4_K, q4_K)
+        MMW_CASE(GGML_TYPE_Q5_K, q5_K)
+        MMW_CASE(GGML_TYPE_Q6_K, q6_K)
         default:
-            return nullptr;
+            return {};
     }
+#undef MMW_CASE
 }
+} // namespace
+
+ggml_cuda_mmqh_fn ggml_cuda_mmw(ggml_type type) { return mmw_fns_of(type).one; }
+ggml_cuda_mmw_group_fn ggml_cuda_mmw_group(ggml_type type) { return mmw_fns_of(type).group; }
 
 // Thread (column n < nt, values 8j .. 8j + 7 of K padded to Kp) of batch bz: in chunk c = 8j / 128 they are values
 // 8p .. 8p + 7 of 32-value unit u (mmq-w.cuh: lane t's unit is u = t), i.e. k16 steps 2p and 2p + 1 of the chunk:

@@ -153,7 +153,7 @@ static ggml_tensor mmw_b(ggml_cuda_context & ctx, const ggml_tensor * b) {
 
 void ggml_cuda_qcache_written(ggml_cuda_context & ctx, const ggml_tensor * t) {
     const char * a0 = (const char *)t->data, * a1 = a0 + ggml_nbytes(t);
-    for (ggml_cuda_qcache * q : {&ctx.qcache, &ctx.hcache, &ctx.wcache}) {
+    for (ggml_cuda_qcache * q : {&ctx.qcache, &ctx.hcache, &ctx.wcache, &ctx.rcache}) {
         const char * b0 = (const char *)q->src, * b1 = b0 + q->bytes;
         if (q->buf && a0 < b1 && b0 < a1) q->buf = nullptr;
     }
@@ -427,6 +427,37 @@ bool ggml_cuda_mul_mat_group_ok(const ggml_cuda_context & ctx, const ggml_tensor
         if (overlaps(t, x)) return false; // f16 kernels read x while writing (q8: harmless, but never seen)
     }
     return true;
+}
+
+bool ggml_cuda_mul_mat_group_wg_ok(const ggml_cuda_context & ctx, const ggml_tensor * const * mm, int n) {
+    if (n < 2 || n > 3 || !ctx.mmw_tick || ctx.mmq_int8) return false;
+    const ggml_tensor * x = mm[0]->src[1];
+    const ggml_tensor * a0 = mm[0]->src[0];
+    if (!x || !a0 || x->type != GGML_TYPE_F32 || x->ne[2] != 1 || x->ne[3] != 1) return false;
+    const int64_t N = x->ne[1];
+    if (N > ctx.mmq_wg_n || N > ctx.mmw_group_n || !ggml_cuda_mmw_group(a0->type)) return false;
+    for (int m = 0; m < n; ++m) {
+        const ggml_tensor * t = mm[m];
+        const ggml_tensor * a = t->src[0];
+        if (t->op != GGML_OP_MUL_MAT || t->src[1] != x || !a || a->type != a0->type) return false;
+        // what mul_mat_mmq would run on its own: the wgmma GEMM, on the weight's own data
+        if (!mmq_of(ctx, a, N) || !ggml_cuda_kernel_layout(a) || !ggml_is_contiguous(a)) return false;
+        if (a->ne[0] != x->ne[0] || a->ne[0] % ggml_blck_size(a->type) != 0 || a->ne[2] != 1 || a->ne[3] != 1)
+            return false;
+        if (t->type != GGML_TYPE_F32 || !ggml_is_contiguous(t) || overlaps(t, x)) return false;
+    }
+    return true;
+}
+
+void ggml_cuda_mul_mat_group_wg(ggml_cuda_context & ctx, ggml_tensor * const * mm, int n) {
+    GGML_ASSERT(ggml_cuda_mul_mat_group_wg_ok(ctx, mm, n));
+    const ggml_tensor * x = mm[0]->src[1];
+    const ggml_tensor bw = mmw_b(ctx, x);
+    const ggml_tensor * a[3] = {};
+    for (int m = 0; m < n; ++m)
+        a[m] = mm[m]->src[0];
+    ggml_cuda_mmw_group(a[0]->type)(ctx, a, n, &bw, mm);
+    ++ctx.n_mmw;
 }
 
 void ggml_cuda_mul_mat_group(ggml_cuda_context & ctx, ggml_tensor * const * mm, int n) {

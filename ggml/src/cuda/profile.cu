@@ -21,11 +21,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <map>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #ifdef GGML_CUDA_CUPTI
 #include <cupti.h>
+#include <cxxabi.h>
 #if CUPTI_API_VERSION < 130000 // the record layouts below are CUDA 13's
 #undef GGML_CUDA_CUPTI
 #endif
@@ -119,9 +122,11 @@ namespace {
 struct cupti_span {
     uint64_t start, end; // ns, GPU timestamps
     uint32_t node;       // the graph node's index in its graph (the low word of CUPTI's graphNodeId)
+    const char * name;   // the kernel's (mangled; CUPTI's string), or "[memset]" / "[memcpy]"
 };
 std::mutex g_cupti_mu;
-std::vector<cupti_span> g_cupti_spans; // records of graph-launched work since the last take
+std::vector<cupti_span> g_cupti_spans; // records of graph-launched work since the last take (all work: ktrace)
+bool g_ktrace = false;                 // GGML_CUDA_KTRACE: every record kept until ggml_cuda_ktrace_report
 
 void CUPTIAPI cupti_buffer_request(uint8_t ** buf, size_t * size, size_t * max_records) {
     *size = 4u << 20;
@@ -137,20 +142,20 @@ void CUPTIAPI cupti_buffer_complete(CUcontext, uint32_t, uint8_t * buf, size_t, 
         uint32_t graph = 0;
         if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || r->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
             const auto * k = (const CUpti_ActivityKernel10 *)r;
-            s = {k->start, k->end, (uint32_t)k->graphNodeId};
+            s = {k->start, k->end, (uint32_t)k->graphNodeId, k->name};
             graph = k->graphId;
         } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
             const auto * k = (const CUpti_ActivityMemcpy6 *)r;
-            s = {k->start, k->end, (uint32_t)k->graphNodeId};
+            s = {k->start, k->end, (uint32_t)k->graphNodeId, "[memcpy]"};
             graph = k->graphId;
         } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
             const auto * k = (const CUpti_ActivityMemset4 *)r;
-            s = {k->start, k->end, (uint32_t)k->graphNodeId};
+            s = {k->start, k->end, (uint32_t)k->graphNodeId, "[memset]"};
             graph = k->graphId;
         } else {
             continue;
         }
-        if (graph != 0) g_cupti_spans.push_back(s);
+        if (graph != 0 || g_ktrace) g_cupti_spans.push_back(s);
     }
     std::free(buf);
 }
@@ -193,9 +198,78 @@ std::vector<cupti_span> cupti_end() {
 }
 } // namespace
 
+// a kernel's name without its parameter list: "void k_mmw<qt_q8_0, 64>(qregs, ...)" -> "k_mmw<qt_q8_0, 64>"
+static std::string ktrace_name(const char * mangled) {
+    int st = 0;
+    char * d = abi::__cxa_demangle(mangled, nullptr, nullptr, &st);
+    std::string n = st == 0 && d ? d : mangled;
+    std::free(d);
+    int depth = 0;
+    for (size_t i = 0; i < n.size(); ++i) {
+        depth += n[i] == '<' ? 1 : n[i] == '>' ? -1 : 0;
+        if (n[i] == '(' && depth == 0) {
+            n.resize(i);
+            break;
+        }
+    }
+    if (n.rfind("void ", 0) == 0) n.erase(0, 5);
+    return n;
+}
+
+void ggml_cuda_ktrace_begin() {
+    if (g_ktrace || !std::getenv("GGML_CUDA_KTRACE")) return;
+    g_ktrace = cupti_begin();
+}
+
+void ggml_cuda_ktrace_report() {
+    if (!g_ktrace) return;
+    std::vector<cupti_span> sp = cupti_end();
+    g_ktrace = false;
+    if (sp.empty()) return;
+    std::sort(sp.begin(), sp.end(), [](const cupti_span & a, const cupti_span & b) { return a.start < b.start; });
+    struct agg {
+        int64_t n = 0;
+        double ns = 0, min_ns = 1e300, max_ns = 0;
+    };
+    std::map<std::string, agg> per;
+    std::map<const char *, std::string> names; // CUPTI hands out one string per kernel
+    uint64_t busy = 0, cur0 = sp[0].start, cur1 = sp[0].end;
+    for (const cupti_span & s : sp) {
+        auto it = names.find(s.name);
+        if (it == names.end()) it = names.emplace(s.name, s.name[0] == '[' ? s.name : ktrace_name(s.name)).first;
+        agg & a = per[it->second];
+        const double ns = (double)(s.end - s.start);
+        a.n++;
+        a.ns += ns;
+        a.min_ns = std::min(a.min_ns, ns);
+        a.max_ns = std::max(a.max_ns, ns);
+        if (s.start > cur1) { // busy time: the union of the intervals
+            busy += cur1 - cur0;
+            cur0 = s.start;
+        }
+        cur1 = std::max(cur1, s.end);
+    }
+    busy += cur1 - cur0;
+    std::vector<std::pair<std::string, agg>> rows(per.begin(), per.end());
+    std::sort(rows.begin(), rows.end(), [](const auto & a, const auto & b) { return a.second.ns > b.second.ns; });
+    double sum = 0;
+    for (const auto & r : rows)
+        sum += r.second.ns;
+    const double span = (double)(cur1 - sp[0].start);
+    GGML_LOG_WARN("CUDA kernel trace (GGML_CUDA_KTRACE): %zu records, GPU span %.3f ms, busy %.3f ms (%.1f%%), kernel "
+                  "time summed %.3f ms\n",
+                  sp.size(), span * 1e-6, busy * 1e-6, 100.0 * busy / span, sum * 1e-6);
+    GGML_LOG_WARN("  %8s %10s %6s %9s %9s %9s  %s\n", "count", "total ms", "%", "avg us", "min us", "max us", "kernel");
+    for (size_t i = 0; i < rows.size() && i < 40; ++i) {
+        const agg & a = rows[i].second;
+        GGML_LOG_WARN("  %8lld %10.3f %6.2f %9.2f %9.2f %9.2f  %s\n", (long long)a.n, a.ns * 1e-6, 100.0 * a.ns / sum,
+                      a.ns * 1e-3 / a.n, a.min_ns * 1e-3, a.max_ns * 1e-3, rows[i].first.c_str());
+    }
+}
+
 bool ggml_cuda_profile_graph_replay(ggml_cuda_context & ctx, ggml_cgraph * gf, const std::function<int(int)> & run,
                                     void (*rec)(void * user, int i, int n, double us), void * user) {
-    if (std::getenv("GGML_CUDA_PROFILE_EAGER")) return false;
+    if (std::getenv("GGML_CUDA_PROFILE_EAGER") || g_ktrace) return false;
     if (!cupti_begin()) return false;
     {
         std::lock_guard<std::mutex> lock(g_cupti_mu);
@@ -259,6 +333,10 @@ bool ggml_cuda_profile_graph_replay(ggml_cuda_context &, ggml_cgraph *, const st
                                     void (*)(void *, int, int, double), void *) {
     return false;
 }
+void ggml_cuda_ktrace_begin() {
+    if (std::getenv("GGML_CUDA_KTRACE")) GGML_LOG_WARN("GGML_CUDA_KTRACE: this build has no CUPTI\n");
+}
+void ggml_cuda_ktrace_report() {}
 #endif
 
 bool ggml_backend_cuda_peak_tflops(int device, double * f32, double * f16, double * int8) {

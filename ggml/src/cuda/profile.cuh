@@ -26,3 +26,11 @@ void ggml_cuda_profile_graph(ggml_cuda_context & ctx, ggml_cgraph * gf, const st
 // then times the graph eagerly (ggml_cuda_profile_graph).
 bool ggml_cuda_profile_graph_replay(ggml_cuda_context & ctx, ggml_cgraph * gf, const std::function<int(int)> & run,
                                     void (*rec)(void * user, int i, int n, double us), void * user);
+
+// GGML_CUDA_KTRACE=1: every kernel, memset and memcpy of the process on the device from CUPTI's activity records
+// (graph replays included, node by node), summed per kernel name and printed (stderr) when the backend is freed:
+// count, total, average / min / max duration, and the GPU span against its busy time (the gaps between kernels).
+// begin at backend init (only when the variable is set), report at free; nothing where CUPTI is not built in.
+void ggml_cuda_ktrace_begin();
+void ggml_cuda_ktrace_report();
+
