@@ -465,13 +465,13 @@ TEST_CASE(
     }
 }
 
-TEST_CASE("mul_mat q4_0 / q4_K weights repacked in 8-row groups (CPU_REPACK buffer): decode groups, plain tail "
+TEST_CASE("mul_mat q4_0 / q4_K / q6_K weights repacked in 8-row groups (CPU_REPACK buffer): decode groups, plain tail "
           "rows, prompt batches through unpacked row blocks, 1-3 threads") {
     // M: one group; groups + a 5-row tail; enough rows for 64-row decode units (four groups at a time) with a tail;
     // units halved for a small M on 3 threads. N = 1 takes the repacked mat-vec, N > 1 unpacks row blocks for the
     // plain tiles.
     std::mt19937 rng(71);
-    for (ggml_type ta : {GGML_TYPE_Q4_0, GGML_TYPE_Q4_K})
+    for (ggml_type ta : {GGML_TYPE_Q4_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K})
     for (int64_t K : {int64_t(256), int64_t(1024), int64_t(32)})
         for (int64_t M : {int64_t(8), int64_t(13), int64_t(64), int64_t(203), int64_t(520)})
             for (int64_t N : {int64_t(1), int64_t(2), int64_t(5), int64_t(17)})
@@ -512,4 +512,66 @@ TEST_CASE("mul_mat q4_0 / q4_K weights repacked in 8-row groups (CPU_REPACK buff
                     ggml_free(wctx);
                     ggml_free(ctx);
                 }
+}
+
+TEST_CASE("mul_mat q6_K repacked: random quant and scale bytes, extreme codes against one-sign activations") {
+    // Every 6-bit code and every scale byte (-128..127) in random rows; then uniform rows at the extremes (all codes
+    // 0 or 63, scales -128 or 127) against activations all of one sign, the largest int16 lane sums the group
+    // mat-vec sees. M = 72: one unit of 8 groups (four at a time, twice) and a unit of one group; 2 threads.
+    // Checked against the plain 4-row tiles (same integer dots) and a float64 sum of the dequantized weights.
+    std::mt19937 rng(83);
+    const int64_t K = 1024, M = 72;
+    struct mode {
+        int code;  // -1: random bytes
+        int scale; // ignored for code -1
+        float act; // 0: random activations
+    };
+    const mode modes[] = {{-1, 0, 0.0f},    {-1, 0, -1.0f}, {0, -128, -1.0f}, {63, -128, 1.0f},
+                          {63, 127, -1.0f}, {0, 127, 1.0f}, {63, -128, -1.0f}};
+    for (const mode & md : modes) {
+        CAPTURE(md.code);
+        CAPTURE(md.scale);
+        CAPTURE(md.act);
+        ggml_context * ctx = new_ctx();
+        ggml_tensor * plain = ggml_new_tensor_2d(ctx, GGML_TYPE_Q6_K, K, M);
+        ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, 1);
+        fill(plain, rng);
+        fill(b, rng);
+        if (md.act != 0.0f)
+            for (int64_t k = 0; k < K; ++k)
+                ((float *)b->data)[k] = md.act * (1.0f + 0.001f * (float)(k % 7)); // one sign, near-equal
+        auto * blk = (block_q6_K *)plain->data;
+        for (int64_t i = 0; i < M * K / QK_K; ++i) {
+            block_q6_K & x = blk[i];
+            for (int l = 0; l < QK_K / 2; ++l)
+                x.ql[l] = md.code < 0 ? (uint8_t)rng() : (uint8_t)((md.code & 15) * 0x11);
+            for (int l = 0; l < QK_K / 4; ++l)
+                x.qh[l] = md.code < 0 ? (uint8_t)rng() : (uint8_t)((md.code >> 4) * 0x55);
+            for (int g = 0; g < QK_K / 16; ++g)
+                x.scales[g] = (int8_t)(md.code < 0 ? (int)(rng() % 256) - 128 : md.scale);
+        }
+        ggml_context * wctx = ggml_init({ggml_tensor_overhead() * 2, nullptr, true});
+        ggml_tensor * a = ggml_dup_tensor(wctx, plain);
+        ggml_backend_buffer_t buf =
+            ggml_backend_alloc_ctx_tensors_from_buft(wctx, ggml_backend_cpu_repack_buffer_type());
+        REQUIRE(buf);
+        ggml_backend_tensor_set(a, plain->data, 0, ggml_nbytes(plain));
+        REQUIRE(ggml_cpu_is_repacked(a));
+        ggml_tensor * o_rep = ggml_mul_mat(ctx, a, b);
+        ggml_tensor * o_plain = ggml_mul_mat(ctx, plain, b);
+        poison(o_rep);
+        poison(o_plain);
+        compute(ctx, o_rep, 2);
+        compute(ctx, o_plain, 2);
+        CHECK(check_mul_mat(o_rep, plain, b, act_ref::q8_K, 1e-5) == 0);
+        int differ = 0;
+        for (int64_t i = 0; i < M; ++i) {
+            const float x = ((const float *)o_rep->data)[i], y = ((const float *)o_plain->data)[i];
+            if (!(std::fabs(x - y) <= 1e-6f * (1.0f + std::fabs(y)))) ++differ;
+        }
+        CHECK(differ == 0);
+        ggml_backend_buffer_free(buf);
+        ggml_free(wctx);
+        ggml_free(ctx);
+    }
 }

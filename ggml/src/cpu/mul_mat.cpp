@@ -12,8 +12,8 @@
 // register tiles of up to 4 rows x 4 columns, so a weight row is loaded once for 4 activation columns (a single
 // column takes the type's 8-row decode tile where it has one, cpu/quants.h). Quant weights with N >= 2 go to AMX int8
 // tiles instead when the CPU has them (cpu/amx.cpp). A weight repacked in 8-row groups (cpu/repack.h): N = 1 by the
-// group mat-vec (cpu/gemv_q4_0x8.cpp, gemv_q4_Kx8.cpp), N > 1 by the plain tiles over each unit's rows unpacked
-// into scratch.
+// group mat-vec (cpu/gemv_q4_0x8.cpp, gemv_q4_Kx8.cpp, gemv_q6_Kx8.cpp), N > 1 by the plain tiles over each unit's
+// rows unpacked into scratch.
 #include "cpu/mul_mat.h"
 
 #include "cpu/amx.h"

@@ -1,4 +1,4 @@
-// cpu/repack.cpp - the CPU_REPACK buffer type: host memory whose q4_0 / q4_K matrices are stored in 8-row groups
+// cpu/repack.cpp - the CPU_REPACK buffer type: host memory whose q4_0 / q4_K / q6_K matrices are stored in 8-row groups
 // (layout: cpu/repack.h). The buffer is a CPU buffer with its own set/get: tensors are converted on the way
 // in and out, so the loader writes GGUF bytes and ggml_backend_tensor_get reads them back.
 #include "cpu/repack.h"
@@ -105,6 +105,84 @@ void unpack_group_q4_K(const void * vsrc, int64_t nblk, int nrows, char * dst, s
     }
 }
 
+// q6_K: a plain block's 256 six-bit quants u (0..63) in weight order and back (ggml's layout: per 128-weight half n,
+// weight 128n + 32m + l has its low 4 bits in ql[64n + 32(m & 1) + l] (low nibble for m < 2, high for m >= 2) and its
+// high 2 in qh[32n + l] >> 2m; every bit of ql and qh is used, so the two are inverse)
+void q6_quants_get(const block_q6_K & b, uint8_t * u) {
+    for (int n = 0; n < 2; ++n)
+        for (int m = 0; m < 4; ++m)
+            for (int l = 0; l < 32; ++l) {
+                const uint8_t lb = b.ql[64 * n + 32 * (m & 1) + l];
+                u[128 * n + 32 * m + l] =
+                    (uint8_t)((m >= 2 ? lb >> 4 : lb & 15) | ((b.qh[32 * n + l] >> (2 * m)) & 3) << 4);
+            }
+}
+void q6_quants_set(const uint8_t * u, block_q6_K & b) {
+    for (int n = 0; n < 2; ++n)
+        for (int l = 0; l < 32; ++l) {
+            const uint8_t * v = u + 128 * n + l; // weights 128n + l + 32m
+            b.ql[64 * n + l] = (uint8_t)((v[0] & 15) | (v[64] & 15) << 4);
+            b.ql[64 * n + 32 + l] = (uint8_t)((v[32] & 15) | (v[96] & 15) << 4);
+            b.qh[32 * n + l] = (uint8_t)(v[0] >> 4 | (v[32] >> 4) << 2 | (v[64] >> 4) << 4 | (v[96] >> 4) << 6);
+        }
+}
+
+// q6_K: a group's three vector dwords of one row (X, Y, Z: 4 bytes each) <-> its 16 codes u (weights 16g .. 16g + 15:
+// four dwords U0..U3), byte-parallel in 32-bit words (codes <= 63, so no shift crosses a byte)
+constexpr uint32_t k_b2 = 0x03030303u, k_b6 = 0x3F3F3F3Fu;
+inline void q6_codes_to_xyz(const uint8_t * u, uint8_t * x, uint8_t * y, uint8_t * z) {
+    uint32_t U[4];
+    std::memcpy(U, u, sizeof(U));
+    const uint32_t X = U[0] | (U[3] & k_b2) << 6, Y = U[1] | (U[3] >> 2 & k_b2) << 6,
+                   Z = U[2] | (U[3] >> 4 & k_b2) << 6;
+    std::memcpy(x, &X, 4);
+    std::memcpy(y, &Y, 4);
+    std::memcpy(z, &Z, 4);
+}
+inline void q6_xyz_to_codes(const uint8_t * x, const uint8_t * y, const uint8_t * z, uint8_t * u) {
+    uint32_t X, Y, Z;
+    std::memcpy(&X, x, 4);
+    std::memcpy(&Y, y, 4);
+    std::memcpy(&Z, z, 4);
+    const uint32_t U[4] = {X & k_b6, Y & k_b6, Z & k_b6, (X >> 6 & k_b2) | (Y >> 4 & k_b2 << 2) | (Z >> 2 & k_b2 << 4)};
+    std::memcpy(u, U, sizeof(U));
+}
+
+void pack_group_q6_K(const char * src, size_t rs, int64_t nblk, void * vdst) {
+    block_q6_Kx8 * dst = (block_q6_Kx8 *)vdst;
+    uint8_t u[QK_K];
+    for (int64_t j = 0; j < nblk; ++j) {
+        block_q6_Kx8 & o = dst[j];
+        for (int r = 0; r < 8; ++r) {
+            const block_q6_K & b = ((const block_q6_K *)(src + r * rs))[j];
+            o.d[r] = b.d;
+            q6_quants_get(b, u);
+            for (int g = 0; g < 16; ++g) {
+                o.sc[g / 2][2 * r + g % 2] = b.scales[g];
+                q6_codes_to_xyz(u + 16 * g, o.qs[g][0] + 4 * r, o.qs[g][1] + 4 * r, o.qs[g][2] + 4 * r);
+            }
+        }
+    }
+}
+
+void unpack_group_q6_K(const void * vsrc, int64_t nblk, int nrows, char * dst, size_t rs) {
+    const block_q6_Kx8 * src = (const block_q6_Kx8 *)vsrc;
+    uint8_t u[QK_K];
+    for (int r = 0; r < nrows; ++r) {
+        block_q6_K * row = (block_q6_K *)(dst + r * rs);
+        for (int64_t j = 0; j < nblk; ++j) {
+            const block_q6_Kx8 & b = src[j];
+            block_q6_K & o = row[j];
+            o.d = b.d[r];
+            for (int g = 0; g < 16; ++g) {
+                o.scales[g] = b.sc[g / 2][2 * r + g % 2];
+                q6_xyz_to_codes(b.qs[g][0] + 4 * r, b.qs[g][1] + 4 * r, b.qs[g][2] + 4 * r, u + 16 * g);
+            }
+            q6_quants_set(u, o);
+        }
+    }
+}
+
 // the group layout of each type that has one
 struct repack_layout {
     ggml_type type;
@@ -114,6 +192,7 @@ struct repack_layout {
 const repack_layout k_layouts[] = {
     {GGML_TYPE_Q4_0, pack_group_q4_0, unpack_group_q4_0},
     {GGML_TYPE_Q4_K, pack_group_q4_K, unpack_group_q4_K},
+    {GGML_TYPE_Q6_K, pack_group_q6_K, unpack_group_q6_K},
 };
 const repack_layout * layout_of(ggml_type type) {
     for (const repack_layout & l : k_layouts)
@@ -240,6 +319,9 @@ void ggml_cpu_gemv_repacked(ggml_type type, int64_t K, const void * x, int64_t n
             break;
         case GGML_TYPE_Q4_K:
             ggml_cpu_gemv_q4_Kx8(K, x, n_groups, y, s, bs);
+            break;
+        case GGML_TYPE_Q6_K:
+            ggml_cpu_gemv_q6_Kx8(K, x, n_groups, y, s, bs);
             break;
         default:
             GGML_ABORT("no repacked mat-vec for %s", ggml_type_name(type));

@@ -13,6 +13,12 @@
 // value per byte: lo[s][r] = (sc & 15) | (mn & 15) << 4 and, per sub-block pair t, hi[t][r] = the high 2 bits of
 // sc(2t), mn(2t), sc(2t+1), mn(2t+1) from bit 0 up; qs[256 c + 32 k + 4 r + i] = row r's qs[32 c + 4 k + i] (c: the
 // 64-weight chunk whose low nibbles are sub-block 2c and high nibbles 2c+1).
+// q6_K x 8: per 256-weight super-block (block_q6_Kx8, 1680 bytes = 8 plain blocks, read front to back): the 8 rows'
+// d; their 16 scales as pairs, sc[t][2r + e] = row r's scale of group 2t + e (16 weights each); then per group g
+// (weights 16g .. 16g + 15) three 32-byte vectors X, Y, Z, row r's dword at 4r, byte i: with u_v the 6-bit quant
+// (0..63, the value + 32) of weight 16g + 4v + i, X = u_0 | (u_3 & 3) << 6, Y = u_1 | (u_3 >> 2 & 3) << 6,
+// Z = u_2 | (u_3 >> 4) << 6. So u_0..u_2 are one AND each and u_3 the three top bit pairs shifted together, and a
+// group's 8 rows are 96 contiguous bytes: one sequential stream per group.
 // The buffer's set_tensor / get_tensor convert, so ggml_backend_tensor_get returns the plain (GGUF) bytes.
 // Only mul_mat reads such a tensor (as src0); other ops refuse it (ggml_cpu_supports_op).
 #pragma once
@@ -41,7 +47,14 @@ struct block_q4_Kx8 {
 };
 static_assert(sizeof(block_q4_Kx8) == 8 * sizeof(block_q4_K), "a group block is 8 plain blocks");
 
-// t's data is in the group layout: allocated in a repack buffer, of a type that has one (q4_0, q4_K), 2-D, dense
+struct block_q6_Kx8 {
+    ggml_fp16_t d[8];
+    int8_t sc[8][16];      // [group pair t][2 row + group 2t + e]
+    uint8_t qs[16][3][32]; // [group][X Y Z][4 row + i]
+};
+static_assert(sizeof(block_q6_Kx8) == 8 * sizeof(block_q6_K), "a group block is 8 plain blocks");
+
+// t's data is in the group layout: allocated in a repack buffer, of a type that has one (q4_0, q4_K, q6_K), 2-D, dense
 // rows, at least 8 rows.
 bool ggml_cpu_is_repacked(const ggml_tensor * t);
 // t, or the tensor it is a view of, is in the group layout.
@@ -52,11 +65,12 @@ void ggml_cpu_repack_unpack_rows(const ggml_tensor * a, int64_t r0, int64_t r1, 
 
 // Decode over n_groups consecutive groups of a repacked matrix of type `type` (x: the first group's first byte,
 // groups of K / block-size group blocks): s[r * bs] (bytes) = dot(row r, y) for r < 8 n_groups; y: the type's
-// activation row (q8_1 for q4_0, q8_K for q4_K). Exact integer block dots; AVX2 or plain C++.
+// activation row (q8_1 for q4_0, q8_K for q4_K and q6_K). Exact integer block dots; AVX2 or plain C++.
 void ggml_cpu_gemv_repacked(ggml_type type, int64_t K, const void * x, int64_t n_groups, const void * y, float * s,
                             size_t bs);
 void ggml_cpu_gemv_q4_0x8(int64_t K, const void * x, int64_t n_groups, const void * y, float * s, size_t bs);
 void ggml_cpu_gemv_q4_Kx8(int64_t K, const void * x, int64_t n_groups, const void * y, float * s, size_t bs);
+void ggml_cpu_gemv_q6_Kx8(int64_t K, const void * x, int64_t n_groups, const void * y, float * s, size_t bs);
 
 // Shared by the group mat-vecs: a group's 8 results (row r: v[r]) to s + r * bs bytes (any output row stride).
 inline void ggml_repack_store_group(const float * v, float * s, size_t bs) {
