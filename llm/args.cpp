@@ -237,8 +237,8 @@ std::vector<cli_opt> cli_options(const llm_cli_params & d) {
                  std::string("memory-map the model (off: read into a buffer) (default: ") + on_off(d.use_mmap) + ")",
                  set_flag(&llm_cli_params::use_mmap)});
     o.push_back({{"--repack", "--no-repack", "-nr"}, nullptr, CLI_GROUP_COMMON,
-                 std::string("store CPU weights of types the CPU decodes faster repacked (q4_0, q4_K on AVX2: 8-row "
-                             "groups) (default: ") + on_off(d.use_repack) + ")",
+                 std::string("store CPU weights of types the CPU decodes faster repacked (q4_0, q4_K, q6_K on AVX2: "
+                             "8-row groups) (default: ") + on_off(d.use_repack) + ")",
                  [](parser &, const std::string & flag, llm_cli_params & p) {
                      p.use_repack = !(is_negative(flag) || flag == "-nr");
                      return true;

@@ -9,7 +9,7 @@
 // whose traits are not implemented yet is reported and skipped). --shapes: M x K of the weight
 // matrix ([K, M] in ggml order); "tinyllama" = TinyLlama-1.1B's 2048x2048, 5632x2048, 2048x5632.
 // --matmat-n: N of the mat-mat run (M x K = the first shape; 0 skips it).
-// --repack: the mat-vec weights in a CPU_REPACK buffer (cpu/repack.h: q4_0, q4_K in 8-row groups; other types stay
+// --repack: the mat-vec weights in a CPU_REPACK buffer (cpu/repack.h: q4_0, q4_K, q6_K in 8-row groups; other types stay
 // plain there); "both": each row plain, then repacked (weights column "q4_0/r8"), alternating.
 //
 // Weights are read once per token in decode, so mat-vec is memory bound: the figure of merit is

@@ -74,7 +74,7 @@ void usage(const char * prog) {
            "  -fa 0|1       flash attention (default 0)\n"
            "  -ctk T, -ctv T  KV cache type of K / V: f16 (default), f32, q8_0, q4_0 (a quantized V needs -fa 1)\n"
            "  -mmp 0|1      use the weights in place from the file mapping (default 1)\n"
-           "  -nr 0|1       1: no repacked CPU weights (q4_0, q4_K in 8-row groups on AVX2; default 0)\n"
+           "  -nr 0|1       1: no repacked CPU weights (q4_0, q4_K, q6_K in 8-row groups on AVX2; default 0)\n"
            "  -o md|json    output format (default md)\n"
            "  --no-roofline skip the bandwidth measurements (the roofline columns print -)\n"
            "  --probe-mib N CPU read-bandwidth probe buffer in MiB (default: 3x the L3, 256 to 1024)\n"

@@ -39,7 +39,7 @@ std::string srv_params_usage(const char * prog) {
                              when the built-in templates do not recognise it)
   -t,   --threads N          CPU threads (default: all)
   -ngl, --n-gpu-layers N     layers on the GPU
-  -nr,  --no-repack          CPU weights as stored in the file (default: q4_0, q4_K repacked in 8-row groups on AVX2)
+  -nr,  --no-repack          CPU weights as stored in the file (default: q4_0, q4_K, q6_K in 8-row groups on AVX2)
   -fa,  --flash-attn [on|off|auto]  fused attention (default auto: on where the backend has the kernel)
   -ctk, --cache-type-k TYPE  K cache type: )";
     u += llm_kv_type_names();
