@@ -465,6 +465,36 @@ TEST_CASE(
     }
 }
 
+namespace {
+// plain (a quantized [K, M] in ctx) uploaded to a CPU_REPACK buffer (the 8-row group layout) and both multiplied by
+// b on nth threads: the two results (in ctx) and how many values of the repacked one differ from the plain tiles' by
+// more than 1e-6 relative
+struct repack_run {
+    ggml_tensor * o_rep, * o_plain;
+    int differ;
+};
+repack_run run_repacked(ggml_context * ctx, ggml_tensor * plain, ggml_tensor * b, int nth) {
+    ggml_context * wctx = ggml_init({ggml_tensor_overhead() * 2, nullptr, true});
+    ggml_tensor * a = ggml_dup_tensor(wctx, plain);
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(wctx, ggml_backend_cpu_repack_buffer_type());
+    REQUIRE(buf);
+    ggml_backend_tensor_set(a, plain->data, 0, ggml_nbytes(plain));
+    REQUIRE(ggml_cpu_is_repacked(a));
+    repack_run r{ggml_mul_mat(ctx, a, b), ggml_mul_mat(ctx, plain, b), 0};
+    poison(r.o_rep);
+    poison(r.o_plain);
+    compute(ctx, r.o_rep, nth);
+    compute(ctx, r.o_plain, nth);
+    for (int64_t i = 0; i < ggml_nelements(r.o_rep); ++i) {
+        const float x = ((const float *)r.o_rep->data)[i], y = ((const float *)r.o_plain->data)[i];
+        if (!(std::fabs(x - y) <= 1e-6f * (1.0f + std::fabs(y)))) ++r.differ;
+    }
+    ggml_backend_buffer_free(buf);
+    ggml_free(wctx);
+    return r;
+}
+} // namespace
+
 TEST_CASE("mul_mat q4_0 / q4_K / q6_K weights repacked in 8-row groups (CPU_REPACK buffer): decode groups, plain tail "
           "rows, prompt batches through unpacked row blocks, 1-3 threads") {
     // M: one group; groups + a 5-row tail; enough rows for 64-row decode units (four groups at a time) with a tail;
@@ -483,33 +513,14 @@ TEST_CASE("mul_mat q4_0 / q4_K / q6_K weights repacked in 8-row groups (CPU_REPA
                     ggml_tensor * b = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, K, N);
                     fill(plain, rng);
                     fill(b, rng);
-                    ggml_context * wctx = ggml_init({ggml_tensor_overhead() * 2, nullptr, true});
-                    ggml_tensor * a = ggml_dup_tensor(wctx, plain);
-                    ggml_backend_buffer_t buf =
-                        ggml_backend_alloc_ctx_tensors_from_buft(wctx, ggml_backend_cpu_repack_buffer_type());
-                    REQUIRE(buf);
-                    ggml_backend_tensor_set(a, plain->data, 0, ggml_nbytes(plain));
-                    REQUIRE(ggml_cpu_is_repacked(a));
-                    ggml_tensor * o_rep = ggml_mul_mat(ctx, a, b);
-                    ggml_tensor * o_plain = ggml_mul_mat(ctx, plain, b);
-                    poison(o_rep);
-                    poison(o_plain);
-                    compute(ctx, o_rep, nth);
-                    compute(ctx, o_plain, nth);
+                    const repack_run r = run_repacked(ctx, plain, b, nth);
                     CAPTURE(K);
                     CAPTURE(M);
                     CAPTURE(N);
                     CAPTURE(nth);
                     INFO("ta = " << ggml_type_name(ta));
-                    CHECK(check_mul_mat(o_rep, plain, b, act_ref_for(ta), 1e-5) == 0);
-                    int differ = 0; // same integer block dots, same per-block float steps as the plain tiles
-                    for (int64_t i = 0; i < M * N; ++i) {
-                        const float x = ((const float *)o_rep->data)[i], y = ((const float *)o_plain->data)[i];
-                        if (!(std::fabs(x - y) <= 1e-6f * (1.0f + std::fabs(y)))) ++differ;
-                    }
-                    CHECK(differ == 0);
-                    ggml_backend_buffer_free(buf);
-                    ggml_free(wctx);
+                    CHECK(check_mul_mat(r.o_rep, plain, b, act_ref_for(ta), 1e-5) == 0);
+                    CHECK(r.differ == 0); // same integer block dots, same per-block float steps as the plain tiles
                     ggml_free(ctx);
                 }
 }
@@ -550,28 +561,9 @@ TEST_CASE("mul_mat q6_K repacked: random quant and scale bytes, extreme codes ag
             for (int g = 0; g < QK_K / 16; ++g)
                 x.scales[g] = (int8_t)(md.code < 0 ? (int)(rng() % 256) - 128 : md.scale);
         }
-        ggml_context * wctx = ggml_init({ggml_tensor_overhead() * 2, nullptr, true});
-        ggml_tensor * a = ggml_dup_tensor(wctx, plain);
-        ggml_backend_buffer_t buf =
-            ggml_backend_alloc_ctx_tensors_from_buft(wctx, ggml_backend_cpu_repack_buffer_type());
-        REQUIRE(buf);
-        ggml_backend_tensor_set(a, plain->data, 0, ggml_nbytes(plain));
-        REQUIRE(ggml_cpu_is_repacked(a));
-        ggml_tensor * o_rep = ggml_mul_mat(ctx, a, b);
-        ggml_tensor * o_plain = ggml_mul_mat(ctx, plain, b);
-        poison(o_rep);
-        poison(o_plain);
-        compute(ctx, o_rep, 2);
-        compute(ctx, o_plain, 2);
-        CHECK(check_mul_mat(o_rep, plain, b, act_ref::q8_K, 1e-5) == 0);
-        int differ = 0;
-        for (int64_t i = 0; i < M; ++i) {
-            const float x = ((const float *)o_rep->data)[i], y = ((const float *)o_plain->data)[i];
-            if (!(std::fabs(x - y) <= 1e-6f * (1.0f + std::fabs(y)))) ++differ;
-        }
-        CHECK(differ == 0);
-        ggml_backend_buffer_free(buf);
-        ggml_free(wctx);
+        const repack_run r = run_repacked(ctx, plain, b, 2);
+        CHECK(check_mul_mat(r.o_rep, plain, b, act_ref::q8_K, 1e-5) == 0);
+        CHECK(r.differ == 0);
         ggml_free(ctx);
     }
 }
