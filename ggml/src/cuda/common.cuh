@@ -66,7 +66,7 @@ struct ggml_cuda_pool {
         used = 0;
         pin_end = 0;
     }
-    // One allocation kept for reuse across nodes (ctx.rcache) ends at pin_end: a rewind below it drops it (0).
+    // One allocation kept for reuse across nodes (ctx.rcache) ends at pin_end (0: none): a rewind below it drops it.
     size_t pin_end = 0;
     // Scratch that only the next kernels of the stream read (a dequantized weight for one GEMM): take mark()
     // before allocating it and rewind(m) once its readers are launched; later requests reuse the memory, in
@@ -166,9 +166,9 @@ struct ggml_cuda_context {
     // it, the others add theirs; no memset of dst), zero between launches; nullptr with GGML_CUDA_MMW_TICK=0 (the
     // memset + atomic adds of mmq_launch, an A/B)
     int * mmw_tick = nullptr;
-    // q/k/v and gate/up of a batched step in one wgmma launch up to this many columns (GGML_CUDA_MMW_GROUP=n, 0: never).
-    // H200, Llama-2-7B q8_0 batched-bench: B = 8 1497 -> 1562-1565 t/s, B = 32 3986-4032 -> 4158-4185, but B = 64
-    // 4633-4735 -> 4531-4545 (its grouped grids run ~3-4 waves where the separate ones run one or two each)
+    // q/k/v and gate/up of a batched step in one wgmma launch up to this many columns (GGML_CUDA_MMW_GROUP=n, 0:
+    // never). H200, Llama-2-7B q8_0 batched-bench: B = 8 1497 -> 1562-1565 t/s, B = 32 3986-4032 -> 4158-4185, but
+    // B = 64 4633-4735 -> 4531-4545 (its grouped grids run ~3-4 waves where the separate ones run one or two each)
     int mmw_group_n = 32;
     // quantized weights times N <= mmv_max_n columns (<= MUL_MAT_VEC_MAX_N) through the mat-vec kernels, more through
     // the GEMM (H200, q8_0 4096 x 11008: mat-vec 40.7 us at N 8, the streamed GEMM 21.4 at N 9);

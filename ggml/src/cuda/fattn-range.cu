@@ -68,13 +68,13 @@ int2 * ggml_cuda_mask_ranges(ggml_cuda_context & ctx, const char * mask, int64_t
     // the layers of a step read one mask: its ranges are computed by the first and reused until a node writes over
     // the mask's memory (ggml_cuda_qcache_written) or the graph ends (B = 64 batched decode: 32 launches a step -> 1)
     ggml_cuda_qcache & c = ctx.rcache;
-    // (the pool's pin: a caller's rewind below the buffer gives its memory back, and the cache forgets it)
-    if (c.buf && ctx.pool.pin_end == c.nb[3] && c.src == mask && c.nb[1] == row_stride && c.ne[0] == n_kv &&
+    // (the pool's pin, set only here: a caller's rewind below the buffer gives its memory back and clears the pin)
+    if (c.buf && ctx.pool.pin_end != 0 && c.src == mask && c.nb[1] == row_stride && c.ne[0] == n_kv &&
         c.ne[1] == n_tokens && c.ne[2] == f16)
         return (int2 *)c.buf;
     int2 * out = (int2 *)ctx.pool.alloc(sizeof(int2) * 2 * n_tokens);
+    ctx.pool.pin_end = ctx.pool.used;
     c = {};
-    c.nb[3] = ctx.pool.pin_end = ctx.pool.used;
     c.src = mask;
     c.bytes = (size_t)row_stride * (n_tokens - 1) + (size_t)n_kv * (f16 ? 2 : 4);
     c.ne[0] = n_kv;

@@ -8,8 +8,9 @@
 
 // [n_tokens] ranges in ctx.pool (valid until the pool is reset after the graph), computed by one launch on ctx's
 // stream: one block per token row, reading the row once; the next call for the same mask in the graph returns them
-// again without a launch (ctx.rcache; forgotten when a node writes over the mask or a pool rewind frees them). Followed by [n_tokens] flags {exact, 0}: exact = 1 where
-// the row is 0 on every key of its range (and -inf outside it), so the range alone describes the mask.
+// again without a launch (ctx.rcache; forgotten when a node writes over the mask or a pool rewind frees them).
+// Followed by [n_tokens] flags {exact, 0}: exact = 1 where the row is 0 on every key of its range (and -inf outside
+// it), so the range alone describes the mask.
 int2 * ggml_cuda_mask_ranges(ggml_cuda_context & ctx, const char * mask, int64_t row_stride, bool f16, int n_kv,
                              int n_tokens);
 

@@ -267,7 +267,9 @@ static std::string profile_label(const ggml_cuda_context & ctx, const ggml_tenso
         case 11: return "FLASH_ATTN_EXT+Q8S";
         case 12: return std::string("MUL_MAT ") + ggml_type_name(t->src[0]->type) + " vec+ADD+RMS_NORM+MUL+Q8S";
         case 15:
-        case 16: return std::string("MUL_MAT ") + ggml_type_name(t->src[0]->type) + " gemm n<=64 x" + (fused == 15 ? "2" : "3");
+        case 16:
+            return std::string("MUL_MAT ") + ggml_type_name(t->src[0]->type) + " gemm n<=64 x" +
+                   (fused == 15 ? "2" : "3");
         default: break;
     }
     std::string l = ggml_op_name(t->op);

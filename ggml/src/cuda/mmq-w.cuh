@@ -120,7 +120,7 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, g = lane / 4, t = lane % 4;
     const int64_t bz = blockIdx.z / ksplit, i2 = bz % B2, i3 = bz / B2;
     const int k0 = (int)(blockIdx.z % ksplit) * kr, k1 = min(K, k0 + kr);
-    if (k0 >= K && !tick) return; // (with tick every split has keys, mmw_launch; each must take its ticket)
+    if (k0 >= K && !tick) return; // (with tick every split has keys, mmw_launch_nt; each must take its ticket)
     const int m = ((int)blockIdx.y >= grp.rb[1]) + ((int)blockIdx.y >= grp.rb[2]); // the group's weight m
     const qregs w = grp.w[m];
     float * __restrict__ dst = grp.dst[m];
@@ -286,10 +286,10 @@ static inline int mmw_kr(const ggml_cuda_context & ctx, int64_t row_blocks, int6
     return (int)best_kr;
 }
 
-// one launch of k_mmw for grp (row_blocks of it in all) times bw (B2 x B3 batches); dst0: grp.dst[0]'s tensor (the
-// memset of the fallback K split: one weight only)
+// one launch of k_mmw for grp (row_blocks of it in all) times bw (B2 x B3 batches) in tiles of NT columns; dst0:
+// grp.dst[0]'s tensor (the memset of the fallback K split: one weight only)
 template <typename T, int NT>
-static void mmw_launch(ggml_cuda_context & ctx, const mmw_group & grp, int64_t row_blocks, int64_t K, int64_t N,
+static void mmw_launch_nt(ggml_cuda_context & ctx, const mmw_group & grp, int64_t row_blocks, int64_t K, int64_t N,
                        int64_t A2, int64_t A3, bool early, const ggml_tensor * bw, ggml_tensor * dst0) {
     const int64_t B2 = bw->ne[2], B3 = bw->ne[3];
     const int kr = mmw_kr(ctx, row_blocks * B2 * B3, K, NT);
@@ -316,6 +316,16 @@ static void mmw_launch(ggml_cuda_context & ctx, const mmw_group & grp, int64_t r
                cuda_shape_of(dst0), (int *)nullptr, kr);
 }
 
+// the same, the column tile picked by bw's padded width (ggml_cuda_mmw_nt: 32 or 64)
+template <typename T>
+static void mmw_launch(ggml_cuda_context & ctx, const mmw_group & grp, int64_t row_blocks, int64_t K, int64_t N,
+                       int64_t A2, int64_t A3, bool early, const ggml_tensor * bw, ggml_tensor * dst0) {
+    if (bw->ne[1] == 32)
+        mmw_launch_nt<T, 32>(ctx, grp, row_blocks, K, N, A2, A3, early, bw, dst0);
+    else
+        mmw_launch_nt<T, 64>(ctx, grp, row_blocks, K, N, A2, A3, early, bw, dst0);
+}
+
 // bw: the activations of dst = a^T b in wgmma order (ggml_cuda_mmw_order): f16 [ggml_cuda_mmw_kpad(K),
 // ggml_cuda_mmw_nt(N), B2, B3], dense, 16-byte aligned
 template <typename T>
@@ -335,10 +345,7 @@ static void qt_mmw(ggml_cuda_context & ctx, const ggml_tensor * a, const void * 
     grp.ldd[0] = (int64_t)(dst->nb[1] / sizeof(float));
     grp.M[0] = (int)M;
     grp.rb[1] = grp.rb[2] = grp.rb[3] = (int)row_blocks;
-    if (bw->ne[1] == 32)
-        mmw_launch<T, 32>(ctx, grp, row_blocks, K, N, a->ne[2], a->ne[3], early, bw, dst);
-    else
-        mmw_launch<T, 64>(ctx, grp, row_blocks, K, N, a->ne[2], a->ne[3], early, bw, dst);
+    mmw_launch<T>(ctx, grp, row_blocks, K, N, a->ne[2], a->ne[3], early, bw, dst);
 }
 
 // n = 2 or 3 two-dimensional weights a[m] of this type and one K (their data in the kernel layout, read early) times
@@ -363,10 +370,7 @@ static void qt_mmw_group(ggml_cuda_context & ctx, const ggml_tensor * const * a,
     }
     for (int m = n + 1; m < 4; ++m)
         grp.rb[m] = (int)rb;
-    if (bw->ne[1] == 32)
-        mmw_launch<T, 32>(ctx, grp, rb, K, N, 1, 1, true, bw, dst[0]);
-    else
-        mmw_launch<T, 64>(ctx, grp, rb, K, N, 1, 1, true, bw, dst[0]);
+    mmw_launch<T>(ctx, grp, rb, K, N, 1, 1, true, bw, dst[0]);
 }
 
 #define GGML_CUDA_MMW_INSTANCE(T, name)                                                                                \
