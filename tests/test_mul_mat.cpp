@@ -15,6 +15,7 @@
 #include <doctest/doctest.h>
 #include <random>
 #include <string>
+#include <string>
 #include <vector>
 
 namespace {
@@ -127,7 +128,7 @@ TEST_CASE("mul_mat f32 / f16 weights, odd sizes, 1-3 threads") {
             for (int64_t M : {1, 7, 33}) {
                 for (int64_t N : {1, 2, 5, 17}) {
                     for (int nth = 1; nth <= 3; ++nth) {
-                        INFO("ta = " << ggml_type_name(ta));
+                        INFO("ta = " << std::string(ggml_type_name(ta)));
                         CAPTURE(K);
                         CAPTURE(M);
                         CAPTURE(N);
@@ -187,7 +188,7 @@ TEST_CASE("mul_mat broadcast (GQA): a [K, M, 2, 1] x b [K, N, 4, 2]") {
                 REQUIRE(out->ne[3] == 2);
                 poison(out);
                 compute(ctx, out, nth);
-                INFO("ta = " << ggml_type_name(ta));
+                INFO("ta = " << std::string(ggml_type_name(ta)));
                 CAPTURE(N);
                 CAPTURE(nth);
                 const act_ref ar = act_ref_for(ta);
@@ -223,7 +224,7 @@ TEST_CASE("mul_mat with transposed and permuted activations") {
             poison(o2);
             compute(ctx, o1, nth);
             compute(ctx, o2, nth);
-            INFO("ta = " << ggml_type_name(ta));
+            INFO("ta = " << std::string(ggml_type_name(ta)));
             CAPTURE(nth);
             const act_ref ar = act_ref_for(ta);
             CHECK(check_mul_mat(o1, a, b1, ar, 1e-5) == 0);
@@ -254,7 +255,7 @@ TEST_CASE("mul_mat with a permuted KV-cache style weight view") {
                 ggml_tensor * kq = ggml_mul_mat(ctx, k, q); // [n_kv, n_tokens, n_head]
                 poison(kq);
                 compute(ctx, kq, nth);
-                INFO("ta = " << ggml_type_name(ta));
+                INFO("ta = " << std::string(ggml_type_name(ta)));
                 CAPTURE(n_tokens);
                 CAPTURE(nth);
                 const act_ref ar = act_ref_for(ta);
@@ -278,7 +279,7 @@ TEST_CASE("mul_mat with strided weight rows (row view of a wider tensor)") {
         ggml_tensor * out = ggml_mul_mat(ctx, a, b);
         poison(out);
         compute(ctx, out, 2);
-        INFO("ta = " << ggml_type_name(ta));
+        INFO("ta = " << std::string(ggml_type_name(ta)));
         const act_ref ar = act_ref_for(ta);
         CHECK(check_mul_mat(out, a, b, ar, 1e-5) == 0);
         ggml_free(ctx);
@@ -323,7 +324,7 @@ TEST_CASE("mul_mat 4/5-bit and K-quant prompt batches (AMX int8 tiles where the 
                          GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K}) {
         for (const shape & sh : shapes) {
             const int nth = 1 + (int)((sh.M + sh.N) % 3);
-            INFO("ta = " << ggml_type_name(ta));
+            INFO("ta = " << std::string(ggml_type_name(ta)));
             CAPTURE(sh.K);
             CAPTURE(sh.M);
             CAPTURE(sh.N);
@@ -365,7 +366,7 @@ TEST_CASE("mul_mat float weights, several columns (transposed 16-row panels): K,
                     ggml_tensor * out = ggml_mul_mat(ctx, a, b);
                     poison(out);
                     compute(ctx, out, 2);
-                    INFO("ta = " << ggml_type_name(ta));
+                    INFO("ta = " << std::string(ggml_type_name(ta)));
                     CAPTURE(K);
                     CAPTURE(M);
                     CAPTURE(N);
@@ -402,7 +403,7 @@ TEST_CASE("mul_mat every quantized weight type: odd sizes, GQA, transposed activ
                     ggml_tensor * out = ggml_mul_mat(ctx, a, b);
                     poison(out);
                     compute(ctx, out, nth);
-                    INFO("ta = " << ggml_type_name(tc.t));
+                    INFO("ta = " << std::string(ggml_type_name(tc.t)));
                     CAPTURE(K);
                     CAPTURE(M);
                     CAPTURE(N);
@@ -432,7 +433,7 @@ TEST_CASE("mul_mat every quantized weight type: odd sizes, GQA, transposed activ
             poison(o2);
             compute(ctx, o1, nth);
             compute(ctx, o2, nth);
-            INFO("ta = " << ggml_type_name(tc.t));
+            INFO("ta = " << std::string(ggml_type_name(tc.t)));
             CAPTURE(nth);
             CHECK(check_mul_mat(o1, a, b1, act_ref_for(tc.t), 1e-5) == 0);
             CHECK(check_mul_mat(o2, a, b2, act_ref_for(tc.t), 1e-5) == 0);
@@ -455,7 +456,7 @@ TEST_CASE(
             for (int64_t M : {int64_t(160), int64_t(203), int64_t(236)})
                 for (int nth = 1; nth <= 3; ++nth) {
                     const int64_t N = nth == 2 ? 5 : 1;
-                    INFO("ta = " << ggml_type_name(t));
+                    INFO("ta = " << std::string(ggml_type_name(t)));
                     CAPTURE(K);
                     CAPTURE(M);
                     CAPTURE(N);
@@ -467,11 +468,12 @@ TEST_CASE(
 
 namespace {
 // plain (a quantized [K, M] in ctx) uploaded to a CPU_REPACK buffer (the 8-row group layout) and both multiplied by
-// b on nth threads: the two results (in ctx) and how many values of the repacked one differ from the plain tiles' by
-// more than 1e-6 relative
+// b on nth threads: the two results (in ctx), how many values of the repacked one differ from the plain tiles' by
+// more than 1e-6 relative, and the largest difference relative to 1 + |y| (NaN where a value is not finite)
 struct repack_run {
     ggml_tensor * o_rep, * o_plain;
     int differ;
+    float max_rel = 0.0f;
 };
 repack_run run_repacked(ggml_context * ctx, ggml_tensor * plain, ggml_tensor * b, int nth) {
     ggml_context * wctx = ggml_init({ggml_tensor_overhead() * 2, nullptr, true});
@@ -480,7 +482,7 @@ repack_run run_repacked(ggml_context * ctx, ggml_tensor * plain, ggml_tensor * b
     REQUIRE(buf);
     ggml_backend_tensor_set(a, plain->data, 0, ggml_nbytes(plain));
     REQUIRE(ggml_cpu_is_repacked(a));
-    repack_run r{ggml_mul_mat(ctx, a, b), ggml_mul_mat(ctx, plain, b), 0};
+    repack_run r{ggml_mul_mat(ctx, a, b), ggml_mul_mat(ctx, plain, b), 0, 0.0f};
     poison(r.o_rep);
     poison(r.o_plain);
     compute(ctx, r.o_rep, nth);
@@ -488,10 +490,23 @@ repack_run run_repacked(ggml_context * ctx, ggml_tensor * plain, ggml_tensor * b
     for (int64_t i = 0; i < ggml_nelements(r.o_rep); ++i) {
         const float x = ((const float *)r.o_rep->data)[i], y = ((const float *)r.o_plain->data)[i];
         if (!(std::fabs(x - y) <= 1e-6f * (1.0f + std::fabs(y)))) ++r.differ;
+        const float rel = std::fabs(x - y) / (1.0f + std::fabs(y));
+        if (!(rel <= r.max_rel)) r.max_rel = rel; // NaN stays
     }
     ggml_backend_buffer_free(buf);
     ggml_free(wctx);
     return r;
+}
+
+// The group kernels (AVX2) take the same integer block dots and the same per-block float steps as the AVX2 plain
+// tiles: equal to 1e-6. An AVX-512 build's plain tiles add the blocks in another order: f32 rounding apart (measured
+// on a Zen 5: up to 1.0e-5 of 1 + |y|, while both stay within 1e-5 of the float64 reference).
+void check_same_as_plain(const repack_run & r) {
+#if defined(__AVX512F__)
+    CHECK(r.max_rel < 3e-5f);
+#else
+    CHECK(r.differ == 0);
+#endif
 }
 } // namespace
 
@@ -518,9 +533,9 @@ TEST_CASE("mul_mat q4_0 / q4_K / q6_K weights repacked in 8-row groups (CPU_REPA
                     CAPTURE(M);
                     CAPTURE(N);
                     CAPTURE(nth);
-                    INFO("ta = " << ggml_type_name(ta));
+                    INFO("ta = " << std::string(ggml_type_name(ta)));
                     CHECK(check_mul_mat(r.o_rep, plain, b, act_ref_for(ta), 1e-5) == 0);
-                    CHECK(r.differ == 0); // same integer block dots, same per-block float steps as the plain tiles
+                    check_same_as_plain(r);
                     ggml_free(ctx);
                 }
 }
@@ -563,7 +578,7 @@ TEST_CASE("mul_mat q6_K repacked: random quant and scale bytes, extreme codes ag
         }
         const repack_run r = run_repacked(ctx, plain, b, 2);
         CHECK(check_mul_mat(r.o_rep, plain, b, act_ref::q8_K, 1e-5) == 0);
-        CHECK(r.differ == 0);
+        check_same_as_plain(r);
         ggml_free(ctx);
     }
 }
