@@ -15,7 +15,6 @@
 #include <doctest/doctest.h>
 #include <random>
 #include <string>
-#include <string>
 #include <vector>
 
 namespace {
