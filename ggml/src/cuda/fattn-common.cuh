@@ -43,8 +43,9 @@ void ggml_cuda_fattn_combine(ggml_cuda_context & ctx, const fa_params & p);
 // SM-idle tail of a split launch, and each L2 round trip in it counts (a loop step per split was ~13 us of tail at
 // 16 splits, ncu on an H200 at 1.4 GHz; two passes of batches of 8 for one output at a time, 8 round trips a thread
 // at D 128 and 4 queries, until the twenty-second session). N x MS_B x 3 values are in registers at once: the
-// tensor-core decode kernels (150-254 registers anyway) merge with N 2, MS_B 8, the others with N 1, MS_B 4 (N 2,
-// MS_B 16 took the vec kernels from 96-189 to 255 registers with spills; N 1, MS_B 4 leaves them at 72-156).
+// tensor-core decode kernels at D 128 (their main loops hold 128-254 registers and one block of 8 warps a SM anyway)
+// merge with N 2, MS_B 8, the others with N 1, MS_B 4 (N 2, MS_B 16 took the vec kernels from 96-189 to 255
+// registers with spills; N 2, MS_B 8 took the D 64-96 decode kernels from 80-128 to 104-205, fewer blocks a SM).
 template <int N, int MS_B>
 static __device__ __forceinline__ void merge_splits(const fa_params & p, const int64_t (&qg)[N], int64_t nq_all,
                                                     const int (&d)[N], const bool (&act)[N], float (&out)[N]) {

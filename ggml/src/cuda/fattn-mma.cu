@@ -549,7 +549,7 @@ static __device__ __forceinline__ void fmd_sw_loop(const fa_params & p, char * W
             s_ml[warp][j][1] = l[i];
         }
     }
-    fattn_vec_finish<W, 8, D, 2>(p, s_acc, s_ml, hk, split, n_q);
+    fattn_vec_finish<W, 8, D, D >= 128 ? 2 : 1>(p, s_acc, s_ml, hk, split, n_q);
 }
 
 template <int D, int W, int NS, bool Q8, bool SW>
@@ -808,7 +808,7 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
             s_ml[warp][j][1] = l[i];
         }
     }
-    fattn_vec_finish<W, 16, D, 2>(p, s_acc, s_ml, hk, split, n_q);
+    fattn_vec_finish<W, 16, D, D >= 128 ? 2 : 1>(p, s_acc, s_ml, hk, split, n_q);
 }
 
 bool ggml_cuda_fattn_mma_dec_ok(const fa_params & p, const ggml_tensor * k, const ggml_tensor * v,
