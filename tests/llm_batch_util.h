@@ -11,7 +11,7 @@
 #include "llm.h"
 #include "llm_test_util.h"
 
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 
 #include <string>
 #include <vector>

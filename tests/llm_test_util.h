@@ -2,7 +2,7 @@
 // (random-weight models, the numpy reference forward pass), error measures.
 #pragma once
 
-#include "doctest/doctest.h"
+#include "doctest_cstr.h"
 
 #include <algorithm>
 #include <cmath>

@@ -9,7 +9,7 @@
 
 #include <cmath>
 #include <cstring>
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <string>
 #include <vector>
 

@@ -2,7 +2,7 @@
 // flags llama.cpp has and main does not, escape processing, --help.
 #include "args.h"
 
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 
 #include <cstdio>
 #include <fstream>

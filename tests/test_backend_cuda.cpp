@@ -13,7 +13,7 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <map>
 #include <set>
 #include <string>

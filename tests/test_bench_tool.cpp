@@ -5,7 +5,7 @@
 #include "llm_test_util.h"
 #include "test_util.h"
 
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>

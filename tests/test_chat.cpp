@@ -1,7 +1,7 @@
 // Chat templates: exact strings as llama.cpp renders them, and per-turn deltas.
 #include "chat.h"
 
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <nlohmann/json.hpp>
 
 TEST_CASE("llama3 template") {

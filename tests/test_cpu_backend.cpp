@@ -8,7 +8,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <random>
 #include <string>
 #include <vector>

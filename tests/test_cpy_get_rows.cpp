@@ -9,7 +9,7 @@
 #include <barrier>
 #include <cmath>
 #include <cstring>
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <iterator>
 #include <random>
 #include <thread>

@@ -10,7 +10,7 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <filesystem>
 #include <fstream>
 #include <map>

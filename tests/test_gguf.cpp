@@ -4,7 +4,7 @@
 #include "gguf.h"
 #include "test_util.h"
 
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <sys/stat.h>
 #include <unistd.h>
 

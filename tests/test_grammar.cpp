@@ -10,7 +10,7 @@
 #include "vocab_test_util.h"
 
 #include <algorithm>
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <fstream>
 #include <iterator>
 #include <map>

@@ -6,7 +6,7 @@
 #include "test_util.h"
 
 #include <dirent.h>
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>

@@ -4,7 +4,7 @@
 #include "kv-cache.h"
 
 #include <algorithm>
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <random>
 #include <string>
 #include <vector>

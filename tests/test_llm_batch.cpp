@@ -8,7 +8,7 @@
 #include "llm_test_util.h"
 #include "test_util.h"
 
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <string>
 #include <unistd.h>
 

@@ -14,7 +14,7 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <sys/wait.h>
 
 #ifdef GGML_USE_CUDA

@@ -2,7 +2,7 @@
 // (gguf-py/scripts/reference_forward.py) on small random GGUFs written by gguf-py/scripts/gen_random_llama.py;
 // the KV cache (prompt, split batches, decode deep into the cache, context shift), q8_0 / f16-cache /
 // flash-attention tolerances, q8_0/q4_0 KV caches; the real stories260K model; loader errors on bad files.
-#include "doctest/doctest.h"
+#include "doctest_cstr.h"
 #include "gguf.h"
 #include "llm.h"
 #include "llm_test_util.h"

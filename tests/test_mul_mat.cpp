@@ -12,7 +12,7 @@
 
 #include <cmath>
 #include <cstring>
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <random>
 #include <string>
 #include <vector>
@@ -129,7 +129,7 @@ TEST_CASE("mul_mat f32 / f16 weights, odd sizes, 1-3 threads") {
             for (int64_t M : {1, 7, 33}) {
                 for (int64_t N : {1, 2, 5, 17}) {
                     for (int nth = 1; nth <= 3; ++nth) {
-                        INFO("ta = " << std::string(ggml_type_name(ta)));
+                        INFO("ta = " << ggml_type_name(ta));
                         CAPTURE(K);
                         CAPTURE(M);
                         CAPTURE(N);
@@ -189,7 +189,7 @@ TEST_CASE("mul_mat broadcast (GQA): a [K, M, 2, 1] x b [K, N, 4, 2]") {
                 REQUIRE(out->ne[3] == 2);
                 poison(out);
                 compute(ctx, out, nth);
-                INFO("ta = " << std::string(ggml_type_name(ta)));
+                INFO("ta = " << ggml_type_name(ta));
                 CAPTURE(N);
                 CAPTURE(nth);
                 const act_ref ar = act_ref_for(ta);
@@ -225,7 +225,7 @@ TEST_CASE("mul_mat with transposed and permuted activations") {
             poison(o2);
             compute(ctx, o1, nth);
             compute(ctx, o2, nth);
-            INFO("ta = " << std::string(ggml_type_name(ta)));
+            INFO("ta = " << ggml_type_name(ta));
             CAPTURE(nth);
             const act_ref ar = act_ref_for(ta);
             CHECK(check_mul_mat(o1, a, b1, ar, 1e-5) == 0);
@@ -256,7 +256,7 @@ TEST_CASE("mul_mat with a permuted KV-cache style weight view") {
                 ggml_tensor * kq = ggml_mul_mat(ctx, k, q); // [n_kv, n_tokens, n_head]
                 poison(kq);
                 compute(ctx, kq, nth);
-                INFO("ta = " << std::string(ggml_type_name(ta)));
+                INFO("ta = " << ggml_type_name(ta));
                 CAPTURE(n_tokens);
                 CAPTURE(nth);
                 const act_ref ar = act_ref_for(ta);
@@ -280,7 +280,7 @@ TEST_CASE("mul_mat with strided weight rows (row view of a wider tensor)") {
         ggml_tensor * out = ggml_mul_mat(ctx, a, b);
         poison(out);
         compute(ctx, out, 2);
-        INFO("ta = " << std::string(ggml_type_name(ta)));
+        INFO("ta = " << ggml_type_name(ta));
         const act_ref ar = act_ref_for(ta);
         CHECK(check_mul_mat(out, a, b, ar, 1e-5) == 0);
         ggml_free(ctx);
@@ -325,7 +325,7 @@ TEST_CASE("mul_mat 4/5-bit and K-quant prompt batches (AMX int8 tiles where the 
                          GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K}) {
         for (const shape & sh : shapes) {
             const int nth = 1 + (int)((sh.M + sh.N) % 3);
-            INFO("ta = " << std::string(ggml_type_name(ta)));
+            INFO("ta = " << ggml_type_name(ta));
             CAPTURE(sh.K);
             CAPTURE(sh.M);
             CAPTURE(sh.N);
@@ -367,7 +367,7 @@ TEST_CASE("mul_mat float weights, several columns (transposed 16-row panels): K,
                     ggml_tensor * out = ggml_mul_mat(ctx, a, b);
                     poison(out);
                     compute(ctx, out, 2);
-                    INFO("ta = " << std::string(ggml_type_name(ta)));
+                    INFO("ta = " << ggml_type_name(ta));
                     CAPTURE(K);
                     CAPTURE(M);
                     CAPTURE(N);
@@ -404,7 +404,7 @@ TEST_CASE("mul_mat every quantized weight type: odd sizes, GQA, transposed activ
                     ggml_tensor * out = ggml_mul_mat(ctx, a, b);
                     poison(out);
                     compute(ctx, out, nth);
-                    INFO("ta = " << std::string(ggml_type_name(tc.t)));
+                    INFO("ta = " << ggml_type_name(tc.t));
                     CAPTURE(K);
                     CAPTURE(M);
                     CAPTURE(N);
@@ -434,7 +434,7 @@ TEST_CASE("mul_mat every quantized weight type: odd sizes, GQA, transposed activ
             poison(o2);
             compute(ctx, o1, nth);
             compute(ctx, o2, nth);
-            INFO("ta = " << std::string(ggml_type_name(tc.t)));
+            INFO("ta = " << ggml_type_name(tc.t));
             CAPTURE(nth);
             CHECK(check_mul_mat(o1, a, b1, act_ref_for(tc.t), 1e-5) == 0);
             CHECK(check_mul_mat(o2, a, b2, act_ref_for(tc.t), 1e-5) == 0);
@@ -457,7 +457,7 @@ TEST_CASE(
             for (int64_t M : {int64_t(160), int64_t(203), int64_t(236)})
                 for (int nth = 1; nth <= 3; ++nth) {
                     const int64_t N = nth == 2 ? 5 : 1;
-                    INFO("ta = " << std::string(ggml_type_name(t)));
+                    INFO("ta = " << ggml_type_name(t));
                     CAPTURE(K);
                     CAPTURE(M);
                     CAPTURE(N);
@@ -532,7 +532,7 @@ TEST_CASE("mul_mat q4_0 / q4_K / q6_K weights repacked in 8-row groups (CPU_REPA
                     CAPTURE(M);
                     CAPTURE(N);
                     CAPTURE(nth);
-                    INFO("ta = " << std::string(ggml_type_name(ta)));
+                    INFO("ta = " << ggml_type_name(ta));
                     CHECK(check_mul_mat(r.o_rep, plain, b, act_ref_for(ta), 1e-5) == 0);
                     check_same_as_plain(r);
                     ggml_free(ctx);

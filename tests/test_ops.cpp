@@ -9,7 +9,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <map>
 #include <memory>
 #include <vector>

@@ -12,7 +12,7 @@
 #include "test_util.h"
 
 #include <algorithm>
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>

@@ -8,7 +8,7 @@
 #include "ggml.h"
 
 #include <cstring>
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <fstream>
 #include <random>
 #include <string>

@@ -6,7 +6,7 @@
 #include "llm_test_util.h"
 #include "test_util.h"
 
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <nlohmann/json.hpp>
 
 #include <cstdlib>

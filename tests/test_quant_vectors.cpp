@@ -12,7 +12,7 @@
 
 #include <cmath>
 #include <cstring>
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <fstream>
 #include <limits>
 #include <map>

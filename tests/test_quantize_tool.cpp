@@ -11,7 +11,7 @@
 #include "sha256.h"
 #include "test_util.h"
 
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <nlohmann/json.hpp>
 
 #include <algorithm>

@@ -8,7 +8,7 @@
 
 #include <cmath>
 #include <cstring>
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <limits>
 #include <random>
 #include <vector>

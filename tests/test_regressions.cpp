@@ -9,7 +9,7 @@
 #include "test_util.h"
 #include "vocab.h"
 
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <unistd.h>
 
 #include <cmath>

@@ -7,7 +7,7 @@
 #include "tensor_test_util.h"
 
 #include <cstring>
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <random>
 #include <vector>
 

@@ -4,7 +4,7 @@
 #include "ggml.h"
 #include "llm_test_util.h"
 
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 
 #include <cmath>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Sampler stages against hand-computed expectations; reproducibility with a seed.
 #include "sampling.h"
 
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 
 #include <cmath>
 #include <map>

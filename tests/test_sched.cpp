@@ -11,7 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <string>
 #include <vector>
 

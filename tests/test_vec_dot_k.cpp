@@ -10,7 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <limits>
 #include <random>
 #include <string>

@@ -20,7 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <random>
 #include <string>
 #include <vector>

@@ -8,7 +8,7 @@
 #include "test_util.h"
 #include "vocab.h"
 
-#include <doctest/doctest.h>
+#include "doctest_cstr.h"
 #include <map>
 #include <memory>
 #include <string>
