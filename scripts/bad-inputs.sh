@@ -221,6 +221,7 @@ case_ "perplexity: -c 0" fail "$bin/perplexity" -m "$story" -f "$W/short.txt" -c
 case_ "bench: -p -1" fail "$bin/bench" -m "$story" -p -1
 case_ "bench: unknown flag" fail "$bin/bench" -m "$story" --frob
 case_ "bench: --probe-mib 0" fail "$bin/bench" -m "$story" --probe-mib 0
+case_ "bench: -fa 2" fail "$bin/bench" -m "$story" -fa 2
 if [ -x "$bin/bench-mmvq" ]; then # arguments checked before any device is opened (no GPU needed)
   case_ "bench-mmvq: unknown weight type" fail "$bin/bench-mmvq" 2 64 16 q9_9
   case_ "bench-mmvq: f32 is not a quantized type" fail "$bin/bench-mmvq" 2 64 16 f32

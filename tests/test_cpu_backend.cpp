@@ -1,16 +1,19 @@
 // CPU backend glue: host buffer type, wrapped buffers, backend identity, supports_op, graph
 // compute (errors, view/empty nodes, in-place), the thread pool barrier, and per-node overhead.
+#include "cpu/mul_mat.h"
 #include "cpu/threadpool.h"
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "ggml.h"
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include "doctest_cstr.h"
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 TEST_CASE("CPU buffer type: host, 64-byte aligned, set/get/clear") {
@@ -180,6 +183,57 @@ TEST_CASE("thread pool: barrier separates phases, run() repeats") {
             });
         }
         CHECK(bad.load() == 0);
+    }
+}
+
+// The decode mat-vec's dispenser (ggml_cpu_units, streaming with take words): every unit is taken exactly once,
+// each thread first takes its own range front to back, and a thread that is late has the back of its range taken
+// by the others.
+TEST_CASE("work units: own ranges front to back, the rest taken from the back by the others") {
+    for (int nth : {2, 3, 5}) {
+        for (int64_t n : {1, 7, 64, 129}) {
+            for (int late : {-1, 0, nth - 1}) { // the thread that starts 20 ms late (-1: none)
+                ggml_cpu_threadpool tp(nth);
+                std::vector<ggml_cpu_take_word> words(nth);
+                std::vector<std::atomic<int>> owner(n);
+                for (auto & o : owner)
+                    o = -1;
+                std::atomic<int> twice{0}, order{0};
+                tp.run([&](int ith) {
+                    if (ith == late) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                    ggml_cpu_params p{};
+                    p.ith = ith;
+                    p.nth = nth;
+                    p.owned = words.data();
+                    int64_t own0, own1;
+                    p.split(n, own0, own1);
+                    int64_t next_own = own0; // own units come in order from the range's start
+                    ggml_cpu_units units(p, n, 1, true);
+                    for (int64_t u0, u1; units.next(u0, u1);) {
+                        if (u0 >= own0 && u0 < own1 && u0 != next_own) order++;
+                        if (u0 >= own0 && u0 < own1) next_own = u1;
+                        for (int64_t u = u0; u < u1; ++u) {
+                            int expected = -1;
+                            if (!owner[u].compare_exchange_strong(expected, ith)) twice++;
+                        }
+                    }
+                });
+                CAPTURE(nth);
+                CAPTURE(n);
+                CAPTURE(late);
+                CHECK(twice.load() == 0);
+                CHECK(order.load() == 0);
+                int64_t missing = 0, stolen = 0;
+                const int64_t per = (n + nth - 1) / nth;
+                for (int64_t u = 0; u < n; ++u) {
+                    missing += owner[u] < 0;
+                    if (late >= 0 && u / per == late && owner[u] != late) stolen++;
+                }
+                CHECK(missing == 0);
+                // 20 ms is ample for the others to finish theirs and take all of the late thread's range
+                if (late >= 0 && per * late < n) CHECK(stolen == std::min(n, per * (late + 1)) - per * late);
+            }
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 // bench - prompt processing and generation speed, like llama.cpp's llama-bench.
 //
 //   bench -m model.gguf [-m model2.gguf] [-p 512] [-n 128] [-d 0,4096] [-ngl 99] [-t 2] [-b 512] [-r 3]
-//         [-fa 0|1] [-ctk T] [-ctv T] [-mmp 0|1] [-nr 0|1] [-o md|json] [--no-roofline] [--probe-mib N] [--profile]
+//         [-fa 0|1|auto] [-ctk T] [-ctv T] [-mmp 0|1] [-nr 0|1] [-o md|json] [--no-roofline] [--probe-mib N]
+//         [--profile]
 //
 // Tests per model and depth d: pp<p> (p random tokens in one decode, timed), tg<n> (n tokens decoded one at
 // a time, timed); at depth d the cache is first filled with d tokens (untimed). Each test runs r times after
@@ -52,7 +53,7 @@ struct bench_params {
     int  n_threads = 0;
     int  n_batch = 512;
     int  reps = 3;
-    bool flash_attn = false;
+    int  flash_attn = -1;  // -fa: 0, 1, or -1 (auto: on where llm_flash_attn_supported, as main's -fa auto)
     bool use_mmap = true;
     bool use_repack = true;  // -nr 0|1
     ggml_type type_k = GGML_TYPE_F16, type_v = GGML_TYPE_F16;  // -ctk, -ctv
@@ -71,8 +72,9 @@ void usage(const char * prog) {
            "  -t N          CPU threads (default: all cores)\n"
            "  -b N          batch size (default 512)\n"
            "  -r N          repetitions (default 3)\n"
-           "  -fa 0|1       flash attention (default 0)\n"
-           "  -ctk T, -ctv T  KV cache type of K / V: f16 (default), f32, q8_0, q4_0 (a quantized V needs -fa 1)\n"
+           "  -fa 0|1|auto  flash attention (default auto: on where the model's layers and cache types have it)\n"
+           "  -ctk T, -ctv T  KV cache type of K / V: f16 (default), f32, q8_0, q4_0 (a quantized V needs -fa 1 or\n"
+           "                auto)\n"
            "  -mmp 0|1      use the weights in place from the file mapping (default 1)\n"
            "  -nr 0|1       1: no repacked CPU weights (q4_0, q4_K, q6_K in 8-row groups on AVX2; default 0)\n"
            "  -o md|json    output format (default md)\n"
@@ -155,9 +157,9 @@ bool parse_args(int argc, char ** argv, bench_params & p, std::string & err) {
         else if (a == "-r") ok = parse_int(v, p.reps) && p.reps > 0;
         else if (a == "--probe-mib") ok = parse_int(v, p.probe_mib) && p.probe_mib > 0 && p.probe_mib <= (1 << 20);
         else if (a == "-fa") {
-            int f;
-            ok = parse_int(v, f) && f <= 1;
-            p.flash_attn = f == 1;
+            int f = -1;
+            ok = v == "auto" || (parse_int(v, f) && f <= 1);
+            p.flash_attn = f;
         } else if (a == "-mmp") {
             int f;
             ok = parse_int(v, f) && f <= 1;
@@ -178,8 +180,9 @@ bool parse_args(int argc, char ** argv, bench_params & p, std::string & err) {
             return false;
         }
     }
-    if (ggml_is_quantized(p.type_v) && !p.flash_attn) {
-        err = std::string("a quantized V cache (-ctv ") + ggml_type_name(p.type_v) + ") needs flash attention (-fa 1)";
+    if (ggml_is_quantized(p.type_v) && p.flash_attn == 0) {
+        err = std::string("a quantized V cache (-ctv ") + ggml_type_name(p.type_v) +
+              ") needs flash attention (-fa 1 or auto)";
         return false;
     }
     if (p.models.empty()) {
@@ -208,6 +211,7 @@ struct result {
     std::string model_path, model_desc, backend, test;
     uint64_t size = 0, n_params = 0;
     int n_prompt = 0, n_gen = 0, depth = 0;
+    bool flash_attn = false;  // as the test ran (-fa auto resolved)
     std::vector<double> samples_ns;
     // tg tests with a roofline: the bandwidth each repetition ran at (GB/s; CPU: the mean of the read
     // probes just before and just after it; CUDA: the one copy figure) and what was measured
@@ -325,7 +329,8 @@ bool run_test(llm_model * model, const bench_params & bp, int n_prompt, int n_ge
     // a pure decode test plans its compute buffer for one token (what a tg step needs)
     cp.n_batch = n_prompt == 0 && depth == 0 ? 1 : bp.n_batch;
     cp.n_threads = bp.n_threads;
-    cp.flash_attn = bp.flash_attn;
+    cp.flash_attn = bp.flash_attn == 1 || (bp.flash_attn < 0 && llm_flash_attn_supported(model, bp.type_k, bp.type_v));
+    r.flash_attn = cp.flash_attn;
     cp.type_k = bp.type_k;
     cp.type_v = bp.type_v;
     llm_context * ctx = llm_context_new(model, cp, &err);
@@ -487,7 +492,7 @@ int main(int argc, char ** argv) {
                     const bool roof = r.has_roofline();
                     printf("| %-28s | %10s | %10s | %-7s | %3d | %7d | %2d | %16s | %20s | %20s | %14s |\n",
                            r.model_desc.c_str(), fmt_size(r.size).c_str(), fmt_params(r.n_params).c_str(),
-                           r.backend.c_str(), gpu ? bp.n_gpu_layers : 0, bp.n_threads, bp.flash_attn ? 1 : 0,
+                           r.backend.c_str(), gpu ? bp.n_gpu_layers : 0, bp.n_threads, r.flash_attn ? 1 : 0,
                            r.test.c_str(), ts, roof ? fmt_mean_sd(r.samples_roofline_ts()).c_str() : "-",
                            roof ? fmt_mean_sd(r.samples_roofline_pct()).c_str() : "-");
                     fflush(stdout);
@@ -503,7 +508,7 @@ int main(int argc, char ** argv) {
             nlohmann::json row = {{"model_filename", r.model_path}, {"model_type", r.model_desc},
                                   {"model_size", r.size}, {"model_n_params", r.n_params}, {"backend", r.backend},
                                   {"n_batch", bp.n_batch}, {"n_threads", bp.n_threads},
-                                  {"n_gpu_layers", bp.n_gpu_layers}, {"flash_attn", bp.flash_attn},
+                                  {"n_gpu_layers", bp.n_gpu_layers}, {"flash_attn", r.flash_attn},
                                   {"type_k", ggml_type_name(bp.type_k)}, {"type_v", ggml_type_name(bp.type_v)},
                                   {"test", r.test}, {"n_prompt", r.n_prompt}, {"n_gen", r.n_gen},
                                   {"n_depth", r.depth}, {"avg_ns", mean(r.samples_ns)}, {"avg_ts", r.avg_ts()},

@@ -189,10 +189,10 @@ void ggml_cpu_op_mul_mat(const ggml_cpu_params & p, ggml_tensor * dst) {
     }
 
     const int64_t r2 = B2 / A2, r3 = B3 / A3;
-    // Decode (N = 1) streams weights: guided takes keep each thread on long runs of consecutive rows,
-    // so the kernels' rows-ahead prefetch stays inside the thread's own rows (measured: 2-thread q4_0
-    // mat-vec 40-54 -> 53-60 GB/s, docs/cpu-notes.md), and end on single units so that no thread
-    // waits at the barrier for the other's last long run.
+    // Decode (N = 1) streams weights: each thread reads its own contiguous rows (ggml_cpu_units' streaming
+    // mode), so the kernels' rows-ahead prefetch stays inside the thread's rows (measured: 2-thread q4_0
+    // mat-vec 40-54 -> 53-60 GB/s with guided takes, docs/cpu-notes.md), and ends on single units taken
+    // from the others' ends so that no thread waits at the barrier for another's last long run.
     ggml_cpu_units units =
         N == 1 ? ggml_cpu_units(p, n_units, 1, true) : ggml_cpu_units(p, n_units, n_units / (16 * p.nth));
     for (int64_t u0, u1; units.next(u0, u1);)
