@@ -267,11 +267,14 @@ static ggml_status cpu_graph_compute(ggml_cpu_threadpool & tp, ggml_cpu_work_buf
     }
     const size_t n_steps = plan.steps.size();
     std::unique_ptr<cpu_padded_counter[]> counters(nth > 1 ? new cpu_padded_counter[n_steps] : nullptr);
-    // the MATVEC steps' take words (ggml_cpu_params::owned), nth per step, zero
-    size_t n_matvec = 0;
+    // the mat-mul steps' take words (ggml_cpu_params::owned), nth per step, zero
+    auto takes_words = [](const cpu_step & s) {
+        return s.kind == CPU_STEP_MATVEC || (s.kind == CPU_STEP_NODE && s.t->op == GGML_OP_MUL_MAT);
+    };
+    size_t n_mm = 0;
     for (const cpu_step & s : plan.steps)
-        n_matvec += s.kind == CPU_STEP_MATVEC;
-    std::unique_ptr<ggml_cpu_take_word[]> takes(nth > 1 && n_matvec ? new ggml_cpu_take_word[n_matvec * nth] : nullptr);
+        n_mm += takes_words(s);
+    std::unique_ptr<ggml_cpu_take_word[]> takes(nth > 1 && n_mm ? new ggml_cpu_take_word[n_mm * nth] : nullptr);
 
     void * wdata = work.data;
     int64_t * ts = nullptr;
@@ -299,12 +302,14 @@ static ggml_status cpu_graph_compute(ggml_cpu_threadpool & tp, ggml_cpu_work_buf
             if (nth > 1) tp.barrier(); // the pool's wake-up is not the first node's time
             if (ith == 0) ts[0] = cpu_now_ns();
         }
-        size_t i_matvec = 0; // MATVEC steps so far (the same on every thread: all walk every step)
+        size_t i_mm = 0; // mat-mul steps so far (the same on every thread: all walk every step)
         for (size_t i = 0; i < n_steps; ++i) {
             const cpu_step & s = steps[i];
             if (s.barrier && nth > 1 && !ts) tp.barrier();
+            ggml_cpu_take_word * owned = takes && takes_words(s) ? &takes[nth * i_mm++] : nullptr;
             switch (s.kind) {
                 case CPU_STEP_NODE:
+                    p.owned = owned;
                     ggml_cpu_compute_node(p, s.t);
                     break;
                 case CPU_STEP_SERIAL:
@@ -315,7 +320,7 @@ static ggml_status cpu_graph_compute(ggml_cpu_threadpool & tp, ggml_cpu_work_buf
                     break;
                 case CPU_STEP_MATVEC:
                     pm.counter = nth > 1 ? &counters[i].v : nullptr;
-                    pm.owned = nth > 1 ? &takes[nth * i_matvec++] : nullptr;
+                    pm.owned = owned;
                     pm.pre_b = s.has_pre ? (char *)wdata + s.woff : nullptr;
                     ggml_cpu_compute_node(pm, s.t);
                     break;
