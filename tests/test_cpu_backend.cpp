@@ -7,7 +7,6 @@
 #include "ggml.h"
 
 #include <atomic>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include "doctest_cstr.h"
@@ -187,20 +186,21 @@ TEST_CASE("thread pool: barrier separates phases, run() repeats") {
 }
 
 // The decode mat-vec's dispenser (ggml_cpu_units, streaming with take words): every unit is taken exactly once,
-// each thread first takes its own range front to back, and a thread that is late has the back of its range taken
-// by the others.
+// each thread first takes its own range front to back, and a thread that starts only when all others are done finds
+// its whole range taken by them.
 TEST_CASE("work units: own ranges front to back, the rest taken from the back by the others") {
     for (int nth : {2, 3, 5}) {
         for (int64_t n : {1, 7, 64, 129}) {
-            for (int late : {-1, 0, nth - 1}) { // the thread that starts 20 ms late (-1: none)
+            for (int late : {-1, 0, nth - 1}) { // the thread that starts after the others finish (-1: none)
                 ggml_cpu_threadpool tp(nth);
                 std::vector<ggml_cpu_take_word> words(nth);
                 std::vector<std::atomic<int>> owner(n);
                 for (auto & o : owner)
                     o = -1;
-                std::atomic<int> twice{0}, order{0};
+                std::atomic<int> twice{0}, order{0}, done{0};
                 tp.run([&](int ith) {
-                    if (ith == late) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                    while (ith == late && done.load() < nth - 1)
+                        std::this_thread::yield();
                     ggml_cpu_params p{};
                     p.ith = ith;
                     p.nth = nth;
@@ -217,6 +217,7 @@ TEST_CASE("work units: own ranges front to back, the rest taken from the back by
                             if (!owner[u].compare_exchange_strong(expected, ith)) twice++;
                         }
                     }
+                    done++;
                 });
                 CAPTURE(nth);
                 CAPTURE(n);
@@ -230,7 +231,7 @@ TEST_CASE("work units: own ranges front to back, the rest taken from the back by
                     if (late >= 0 && u / per == late && owner[u] != late) stolen++;
                 }
                 CHECK(missing == 0);
-                // 20 ms is ample for the others to finish theirs and take all of the late thread's range
+                // the others return only once every range is empty, so they took all of the late thread's
                 if (late >= 0 && per * late < n) CHECK(stolen == std::min(n, per * (late + 1)) - per * late);
             }
         }

@@ -67,7 +67,7 @@ class ggml_cpu_units {
     }
 
   private:
-    // A take word: taken from the front (high half) and from the back (low half) of a range of len units. The units
+    // A take word: the units taken from the front (high half) and from the back (low half) of its range. The units
     // taken are disjoint because both ends move by compare-exchange of the one word; the results are published by
     // the barrier after the phase, so relaxed order suffices.
     bool next_owned(int64_t & u0, int64_t & u1) {

@@ -30,9 +30,9 @@ struct ggml_cpu_params {
     // (the thread pool resets it), so a kernel may hand out work units with fetch_add once per
     // phase. nullptr: split statically (split()).
     std::atomic<int64_t> * counter = nullptr;
-    // Decode mat-vec steps (ggml-cpu.cpp's MATVEC steps) only: nth take words, one per thread and cache line, zero
-    // when the step starts: each thread's share of the units as a range of its own (ggml_cpu_units, streaming mode).
-    // nullptr: not given.
+    // Mat-mul steps of the graph executor (ggml-cpu.cpp) only: nth take words, one per thread and cache line, zero
+    // when the step starts: each thread's share of a decode mat-vec's units as a range of its own (ggml_cpu_units,
+    // streaming mode). nullptr: not given.
     ggml_cpu_take_word * owned = nullptr;
     // MUL_MAT only: b already converted to the dot's activation type (ggml_cpu_mul_mat_convert), so the
     // kernel skips its conversion phase and that phase's barrier. nullptr: convert as usual.
