@@ -70,35 +70,28 @@ class ggml_cpu_units {
     // A take word: the units taken from the front (high half) and from the back (low half) of its range. The units
     // taken are disjoint because both ends move by compare-exchange of the one word; the results are published by
     // the barrier after the phase, so relaxed order suffices.
-    bool next_owned(int64_t & u0, int64_t & u1) {
-        std::atomic<uint64_t> & w = own_[ith_].v;
+    // One take from the range [b, e) of word w: from its front a quarter of what is left (at least step_), or from
+    // its back step_ units.
+    bool take(std::atomic<uint64_t> & w, int64_t b, int64_t e, bool front, int64_t & u0, int64_t & u1) const {
         uint64_t x = w.load(std::memory_order_relaxed);
         for (;;) {
-            const int64_t f = (int64_t)(x >> 32), k = (int64_t)(x & 0xFFFFFFFFu), left = s1_ - s0_ - f - k;
-            if (left <= 0) break;
-            const int64_t c = std::min(left, std::max(step_, left / 4));
-            if (w.compare_exchange_weak(x, x + ((uint64_t)c << 32), std::memory_order_relaxed)) {
-                u0 = s0_ + f;
+            const int64_t f = (int64_t)(x >> 32), k = (int64_t)(x & 0xFFFFFFFFu), left = e - b - f - k;
+            if (left <= 0) return false;
+            const int64_t c = std::min(left, std::max(step_, front ? left / 4 : 0));
+            if (w.compare_exchange_weak(x, x + (front ? (uint64_t)c << 32 : (uint64_t)c), std::memory_order_relaxed)) {
+                u0 = front ? b + f : e - k - c;
                 u1 = u0 + c;
                 return true;
             }
         }
-        const int64_t per = (n_ + nth_ - 1) / nth_;
+    }
+    bool next_owned(int64_t & u0, int64_t & u1) {
+        if (take(own_[ith_].v, s0_, s1_, true, u0, u1)) return true;
         for (int o = 1; o < nth_; ++o) {
             const int t = (ith_ + o) % nth_;
-            const int64_t b = std::min(n_, per * t), e = std::min(n_, b + per);
-            std::atomic<uint64_t> & wt = own_[t].v;
-            uint64_t y = wt.load(std::memory_order_relaxed);
-            for (;;) {
-                const int64_t f = (int64_t)(y >> 32), k = (int64_t)(y & 0xFFFFFFFFu), left = e - b - f - k;
-                if (left <= 0) break;
-                const int64_t c = std::min(left, step_);
-                if (wt.compare_exchange_weak(y, y + (uint64_t)c, std::memory_order_relaxed)) {
-                    u1 = e - k;
-                    u0 = u1 - c;
-                    return true;
-                }
-            }
+            int64_t b, e;
+            ggml_cpu_params::split_of(t, nth_, n_, b, e);
+            if (take(own_[t].v, b, e, false, u0, u1)) return true;
         }
         return false;
     }

@@ -38,12 +38,14 @@ struct ggml_cpu_params {
     // kernel skips its conversion phase and that phase's barrier. nullptr: convert as usual.
     const void * pre_b = nullptr;
 
-    // rows [r0, r1) of nrows for this thread
-    void split(int64_t nrows, int64_t & r0, int64_t & r1) const {
+    // rows [r0, r1) of nrows for thread t of nth
+    static void split_of(int t, int nth, int64_t nrows, int64_t & r0, int64_t & r1) {
         const int64_t per = (nrows + nth - 1) / nth;
-        r0 = per * ith < nrows ? per * ith : nrows;
+        r0 = per * t < nrows ? per * t : nrows;
         r1 = r0 + per < nrows ? r0 + per : nrows;
     }
+    // rows [r0, r1) of nrows for this thread
+    void split(int64_t nrows, int64_t & r0, int64_t & r1) const { split_of(ith, nth, nrows, r0, r1); }
 };
 
 // bytes of shared scratch the op needs (0 for most)
