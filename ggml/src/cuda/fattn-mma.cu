@@ -570,7 +570,9 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
     // one_row (swapped form, p.lean): one token, one mask row for every head, no causal limit (see the lean tiles)
     const bool one_row =
         SW && p.lean && p.n_tokens == 1 && p.causal_n_past < 0 && (!p.mask || (p.ms.ne[2] == 1 && p.ms.ne[3] == 1));
-    const bool mask_stage = p.mask && p.n_tokens <= FMD_MT && p.ms.ne[2] == 1 && p.ms.ne[3] == 1 &&
+    // one token whose range is exact (fattn_decode_ranges): the range is the mask, nothing to stage or add
+    const bool exact1 = p.exact && p.ranges && p.n_tokens == 1 && p.ranges[1].x;
+    const bool mask_stage = !exact1 && p.mask && p.n_tokens <= FMD_MT && p.ms.ne[2] == 1 && p.ms.ne[3] == 1 &&
                             p.ms.nb[0] == es && p.ms.nb[1] % 16 == 0 && (uintptr_t)p.mask % 16 == 0;
 
     int t[2], h[2], last[2];
@@ -582,7 +584,7 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
         t[i] = qq / p.r;
         h[i] = hk * p.r + qq % p.r;
         last[i] = p.causal_n_past >= 0 ? p.causal_n_past + t[i] : INT_MAX;
-        mrow[i] = p.mask ? p.mask + t[i] * p.ms.nb[1] + (h[i] % p.ms.ne[2]) * p.ms.nb[2] : nullptr;
+        mrow[i] = p.mask && !exact1 ? p.mask + t[i] * p.ms.nb[1] + (h[i] % p.ms.ne[2]) * p.ms.nb[2] : nullptr;
     }
     int kv_lo, kv1;
     fattn_block_keys(p, split, 0, p.n_tokens - 1, kv_lo, kv1);

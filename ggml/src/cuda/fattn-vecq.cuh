@@ -306,8 +306,12 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_vecq(fa_params p) {
         }
     }
 
-    const int kv0 = split * p.kv_per_split;
-    const int kv1 = min(p.n_kv, kv0 + p.kv_per_split);
+    int kv0, kv1; // the split's keys within the tokens' visible ranges (p.ranges)
+    fattn_block_keys(p, split, 0, p.n_tokens - 1, kv0, kv1);
+    if (p.n_tokens == 1 && p.exact && p.ranges && p.ranges[1].x) // an exact range: no mask reads
+#pragma unroll
+        for (int j = 0; j < MT; ++j)
+            mrow[j] = nullptr;
     const char * kb = p.k + hk * p.ks.nb[2];
     const char * vb = p.v + hk * p.vs.nb[2];
     typename KS::raw kr[KB];
