@@ -50,7 +50,9 @@ static inline float fp16(ggml_fp16_t h) { return ggml_compute_fp16_to_fp32(h); }
 // Software prefetch for the streaming dots: while a tile reads rows r..r+R-1 at some column, it
 // prefetches the same column of the rows GGML_PREFETCH_ROWS further (two 4-row tiles ahead in
 // mul_mat's row loop), so each cache line is requested once and well ahead (as vec_dot_q4_q5.cpp;
-// measurements in docs/cpu-notes.md). 0: off.
+// measurements in docs/cpu-notes.md). 0: off. Decode tiles of one column read f16 and q8_0 rows one after the other
+// instead, without it (the hardware prefetcher streams that run better on the Zen 5 VM: docs/cpu-notes.md, "f16 decode
+// rows one after the other").
 #ifndef GGML_PREFETCH_ROWS
 #define GGML_PREFETCH_ROWS 8
 #endif
@@ -142,7 +144,8 @@ static void tile_dot_float(int64_t n, const void * vx, size_t bx, const void * v
     if constexpr (C == 1 && std::is_same_v<TX, ggml_fp16_t>) {
         // f16 weights against one column (decode): one row after the other, so that a thread's rows are read as one
         // sequential run (Zen 5 VM, TinyLlama f16 tg128, 7 alternating rounds: 13.45 -> 14.46 t/s, 55.5 -> 61.3%
-        // of bench's read probe, against this tile's 4 rows with a prefetch 8 rows ahead; docs/cpu-notes.md)
+        // of bench's read probe, against this tile's 4 rows with a prefetch 8 rows ahead; q8_0's tile_dot_q8 the
+        // same, 27.6 -> 31.5 t/s over 4 rounds; docs/cpu-notes.md)
         for (int r = 0; r < R; ++r)
             *(float *)((char *)s + r * bs_r) = dot_float(n, x[r], y[0]);
         return;
@@ -246,6 +249,11 @@ static inline __m512 scales2(ggml_fp16_t d0, ggml_fp16_t d1) { // 8 x d0, 8 x d1
 template <int R, int C>
 static void tile_dot_q8(int64_t n, const void * vx, size_t bx, const void * vy, size_t by, float * s, size_t bs_r,
                         size_t bs_c) {
+    if constexpr (C == 1 && R > 1) { // decode: one row after the other, as the f16 tile (tile_dot_float)
+        for (int r = 0; r < R; ++r)
+            tile_dot_q8<1, 1>(n, (const char *)vx + r * bx, 0, vy, by, (float *)((char *)s + r * bs_r), bs_r, bs_c);
+        return;
+    }
     const int64_t nb = n / QK8_0;
     const block_q8_0 * x[R];
     const block_q8_1 * y[C];
@@ -264,8 +272,10 @@ static void tile_dot_q8(int64_t n, const void * vx, size_t bx, const void * vy, 
         __m512 dx[R];
         for (int r = 0; r < R; ++r) {
 #if GGML_PREFETCH_ROWS > 0
-            _mm_prefetch((const char *)(x[r] + ib) + GGML_PREFETCH_ROWS * bx, _MM_HINT_T0);
-            _mm_prefetch((const char *)(x[r] + ib) + GGML_PREFETCH_ROWS * bx + 63, _MM_HINT_T0);
+            if constexpr (C > 1) { // (one column reads its rows one after the other: the hardware prefetcher's stream)
+                _mm_prefetch((const char *)(x[r] + ib) + GGML_PREFETCH_ROWS * bx, _MM_HINT_T0);
+                _mm_prefetch((const char *)(x[r] + ib) + GGML_PREFETCH_ROWS * bx + 63, _MM_HINT_T0);
+            }
 #endif
             const __m512i xv = two ? load_qs2(x[r] + ib) : load_qs1(x[r] + ib);
             xu[r] = _mm512_xor_si512(xv, bias); // x + 128 as u8
