@@ -25,8 +25,8 @@ struct fa_params {
     // block reads only the keys of its tokens' ranges
     const int2 * ranges;
     int per_token; // decode kernel: 1 = block x takes the r queries of token x (a batch of many sequences), n_split 1
-    int exact;     // per_token: a token whose range is exact (fattn-range.cuh) reads no mask (0 with
-                   // GGML_CUDA_FATTN_EXACT=0, an A/B)
+    int exact;     // per_token, or one token: a token whose range is exact (fattn-range.cuh) reads no mask (0 with
+                   // GGML_CUDA_FATTN_EXACT=0, an A/B; fattn_token_exact)
     int lean;      // tensor-core decode kernel: lean tiles (fattn-mma.cu; 0 with GGML_CUDA_FATTN_LEAN=0, an A/B)
 };
 
@@ -99,6 +99,11 @@ static __device__ __forceinline__ void fattn_vec_store(const fa_params & p, int 
         const int64_t blk = ((int64_t)t * p.n_head * p.D + h * p.D + d) / 32; // block of the [n_head * D, T] rows
         q8s_quantize_block(o, d % 32, p.q8s + 32 * blk, p.q8d + blk, p.q8sum + blk);
     }
+}
+
+// whether token t's visible range is exact (its flag after the p.n_tokens ranges), so its decode reads no mask
+static __device__ __forceinline__ bool fattn_token_exact(const fa_params & p, int t) {
+    return p.exact && p.ranges && p.ranges[p.n_tokens + t].x;
 }
 
 // The key range [kv0, kv1) a decode block reads: its split of n_kv (kv_per_split keys), within the union of the

@@ -571,7 +571,7 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
     const bool one_row =
         SW && p.lean && p.n_tokens == 1 && p.causal_n_past < 0 && (!p.mask || (p.ms.ne[2] == 1 && p.ms.ne[3] == 1));
     // one token whose range is exact (fattn_decode_ranges): the range is the mask, nothing to stage or add
-    const bool exact1 = p.exact && p.ranges && p.n_tokens == 1 && p.ranges[1].x;
+    const bool exact1 = p.n_tokens == 1 && fattn_token_exact(p, 0);
     const bool mask_stage = !exact1 && p.mask && p.n_tokens <= FMD_MT && p.ms.ne[2] == 1 && p.ms.ne[3] == 1 &&
                             p.ms.nb[0] == es && p.ms.nb[1] % 16 == 0 && (uintptr_t)p.mask % 16 == 0;
 

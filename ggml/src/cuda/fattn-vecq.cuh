@@ -308,7 +308,7 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_vecq(fa_params p) {
 
     int kv0, kv1; // the split's keys within the tokens' visible ranges (p.ranges)
     fattn_block_keys(p, split, 0, p.n_tokens - 1, kv0, kv1);
-    if (p.n_tokens == 1 && p.exact && p.ranges && p.ranges[1].x) // an exact range: no mask reads
+    if (p.n_tokens == 1 && fattn_token_exact(p, 0)) // an exact range: no mask reads
 #pragma unroll
         for (int j = 0; j < MT; ++j)
             mrow[j] = nullptr;

@@ -273,7 +273,7 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_vec(fa_params p) {
     F kr[KB], vr[KB];
     float mk[NQ][KB];
     // a token whose range is exactly its visible keys, each with 0 added: no mask reads (its r queries are one token)
-    if ((p.per_token || p.n_tokens == 1) && p.exact && p.ranges && p.ranges[p.n_tokens + qbase / p.r].x) {
+    if ((p.per_token || p.n_tokens == 1) && fattn_token_exact(p, qbase / p.r)) {
 #pragma unroll
         for (int j = 0; j < NQ; ++j)
             mrow[j] = nullptr;
@@ -395,6 +395,12 @@ static int fattn_split_keys() {
     return n;
 }
 
+// GGML_CUDA_FATTN_NO_RANGES=1: no visible ranges from the mask (every key read; an A/B)
+static bool fattn_ranges_on() {
+    static const bool off = std::getenv("GGML_CUDA_FATTN_NO_RANGES") != nullptr;
+    return !off;
+}
+
 // GGML_CUDA_FATTN_EXACT=0: a decode block reads the mask even where its token's range is exact (an A/B)
 static bool fattn_exact_on() {
     static const bool off = std::getenv("GGML_CUDA_FATTN_EXACT") && std::atoi(std::getenv("GGML_CUDA_FATTN_EXACT")) == 0;
@@ -407,9 +413,8 @@ static bool fattn_exact_on() {
 // masked keys. H200, Llama-2-7B tg128 (depth 0-128), two rounds in one call, against GGML_CUDA_FATTN_NO_RANGES=1:
 // q8_0 434.7 -> 441.6 t/s, q4_0 557.7 -> 574.0.
 static void fattn_decode_ranges(ggml_cuda_context & ctx, fa_params & p, const ggml_tensor * mask) {
-    static const bool no_ranges = std::getenv("GGML_CUDA_FATTN_NO_RANGES") != nullptr;
     if (p.n_tokens != 1) return;
-    if (!p.ranges && mask && !no_ranges && p.ms.ne[2] == 1 && p.ms.ne[3] == 1)
+    if (!p.ranges && mask && fattn_ranges_on() && p.ms.ne[2] == 1 && p.ms.ne[3] == 1)
         p.ranges = ggml_cuda_mask_ranges(ctx, p.mask, p.ms.nb[1], p.mask_f16, p.n_kv, p.n_tokens);
     if (p.ranges) p.exact = fattn_exact_on();
 }
@@ -621,15 +626,15 @@ static bool flash_attn_ext_f(ggml_cuda_context & ctx, ggml_tensor * dst, const g
     const int n_q = p.n_tokens * p.r;
     static const bool no_vec = std::getenv("GGML_CUDA_FATTN_NO_VEC") != nullptr;       // A/B against the tile kernel
     static const bool use_gemm = std::getenv("GGML_CUDA_FATTN_GEMM") != nullptr;       // A/B: cuBLAS, not fattn-mma.cu
-    static const bool no_ranges = std::getenv("GGML_CUDA_FATTN_NO_RANGES") != nullptr; // A/B: read every key
     // a KV cache shared by several sequences (ggml_flash_attn_ext_set_seqs): each token's visible key range from the
     // mask (one row for every head), so blocks skip the other sequences' cells; a batch of about one token per
     // sequence (decode) then takes one decode block per token
     const int n_seq = ggml_get_op_params_i32(dst, 2), shared = ggml_get_op_params_i32(dst, 3);
-    if (shared && mask && !no_ranges && p.ms.ne[2] == 1 && p.ms.ne[3] == 1) {
+    if (shared && mask && fattn_ranges_on() && p.ms.ne[2] == 1 && p.ms.ne[3] == 1) {
         p.ranges = ggml_cuda_mask_ranges(ctx, p.mask, p.ms.nb[1], p.mask_f16, p.n_kv, p.n_tokens);
         p.per_token = n_seq > 1 && p.n_tokens <= 2 * n_seq && n_q > 8;
     }
+    const bool one_seq = !p.ranges; // no shared cache (taken before the decode range below): the prompt path may go wide
     fattn_decode_ranges(ctx, p, mask);
     if (p.per_token && !no_vec && fattn_vec_ok(p, k, v)) {
         fattn_vec(ctx, p, k->type);
@@ -651,8 +656,7 @@ static bool flash_attn_ext_f(ggml_cuda_context & ctx, ggml_tensor * dst, const g
         // a prompt over more than one key tile: the tokens' visible ranges from the mask even for one sequence, so
         // that blocks skip the tiles a causal mask hides from all their queries (about half of them; the graph's
         // FLASH_ATTN_EXT carries the causality in the mask, not in causal_n_past)
-        const bool one_seq = !p.ranges;
-        if (one_seq && mask && !no_ranges && p.ms.ne[2] == 1 && p.ms.ne[3] == 1 && p.n_kv > 64)
+        if (!p.ranges && mask && fattn_ranges_on() && p.ms.ne[2] == 1 && p.ms.ne[3] == 1 && p.n_kv > 64)
             p.ranges = ggml_cuda_mask_ranges(ctx, p.mask, p.ms.nb[1], p.mask_f16, p.n_kv, p.n_tokens);
         mp.ranges = p.ranges;
         if (one_seq && ggml_cuda_fattn_mma_wide_wanted(mp, ctx.n_sm)) {
