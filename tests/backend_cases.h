@@ -780,17 +780,23 @@ inline std::vector<backend_case> backend_cases() {
                                 {128, 4, 2, 1500, 33, 33, GGML_TYPE_Q8_0}, {96, 1, 2, 777, 17, 17, GGML_TYPE_F32},
                                 {128, 1, 4, 600, 40, 40, GGML_TYPE_F16},   {128, 1, 4, 900, 40, 40, GGML_TYPE_F16, true},
                                 {128, 4, 2, 1203, 20, 20, GGML_TYPE_F16, true}, {64, 1, 3, 251, 21, 21, GGML_TYPE_F16, true},
-                                {256, 4, 2, 333, 12, 12, GGML_TYPE_F16, true}, {128, 8, 1, 700, 12, 12, GGML_TYPE_F16, true}};
+                                {256, 4, 2, 333, 12, 12, GGML_TYPE_F16, true}, {128, 8, 1, 700, 12, 12, GGML_TYPE_F16, true},
+                                // q8_0 / q4_0 caches: the per-token blocks read them in place (fattn-vecq.cuh)
+                                {128, 1, 4, 900, 40, 40, GGML_TYPE_Q8_0, true}, {128, 1, 4, 600, 40, 40, GGML_TYPE_Q4_0},
+                                {96, 2, 2, 777, 17, 17, GGML_TYPE_Q8_0},       {64, 8, 1, 700, 12, 12, GGML_TYPE_Q4_0, true},
+                                {64, 1, 3, 251, 64, 21, GGML_TYPE_Q8_0, true}};
     for (const fa_seq_cfg & sc : scfgs) {
         const std::string nm = "D " + std::to_string(sc.D) + " tokens " + std::to_string(sc.n_tokens) + " of " +
                                std::to_string(sc.n_seq) + " sequences, heads " +
                                std::to_string(sc.n_head_kv * sc.ratio) + "/" + std::to_string(sc.n_head_kv) + " n_kv " +
                                std::to_string(sc.n_kv) + " kv " + ggml_type_name(sc.tkv) + " shared cache" +
                                (sc.runs ? ", one run of keys per token" : "");
-        // CPU against float64: f32 sums of exact values (a q8_0 K dotted against q8_1 rows: 2e-5, as above). CUDA
-        // against the CPU: 1e-6, the bound of the tensor-core kernel (f16 q and weights; q8_0 widened to f16); the
-        // decode kernels stay far below it. A block reading a wrong key range is off by O(1).
-        const bool kq = sc.tkv == GGML_TYPE_Q8_0;
+        // CPU against float64: f32 sums of exact values (a q8_0 / q4_0 K dotted against q8_1 rows: 2e-5, as above).
+        // CUDA against the CPU: 1e-6, the bound of the tensor-core kernel (f16 q and weights); the f16 decode kernels
+        // stay far below it; a q8_0 / q4_0 cache in the per-token decode blocks (at most 8 query rows per kv head) is
+        // dotted as integers against the query rounded to int8 per 32 dims: 2e-5, as the decode cases above. A block
+        // reading a wrong key range is off by O(1).
+        const bool kq = sc.tkv == GGML_TYPE_Q8_0 || sc.tkv == GGML_TYPE_Q4_0;
         add(
             "flash_attn_ext", nm, kq ? 2e-5 : 1e-10,
             [=](ggml_context * ctx) {
@@ -803,7 +809,7 @@ inline std::vector<backend_case> backend_cases() {
                 ggml_flash_attn_ext_set_seqs(fa, (int)sc.n_seq, true);
                 return fa;
             },
-            1e-6);
+            kq && sc.ratio <= 8 ? 2e-5 : 1e-6);
     }
     return cases;
 }

@@ -279,6 +279,44 @@ TEST_CASE("batched sequences on the GPU equal each sequence alone on the CPU") {
     llm_model_free(cpu);
 }
 
+// The same scenario on q8_0 and q4_0 KV caches (flash attention, head size 128, GQA 4: 4 sequences x 4 query rows per
+// kv head): the batched decode steps run one decode block per token reading the quantized cells in place
+// (fattn-vecq.cuh, per_token), against each sequence alone on the CPU with the same cache type. The GPU dots K in
+// int8 against the query rounded per 32 dims where the CPU rounds it to q8_0 rows: 5e-3 of the largest logit for
+// q8_0 (the single-sequence q8_0 cache test's bound; measured 2.6e-3 on an H200), 2e-2 for q4_0 (measured 8.7e-3: the
+// 4-bit keys leave the same query roundings a larger share of each score); a block reading another sequence's cells
+// or a wrong block is off by O(1).
+TEST_CASE("batched sequences on q8_0 / q4_0 KV caches: the GPU equals each sequence alone on the CPU") {
+    const std::string path =
+        gen_model("gpu_l3_d128_f32", "--n-embd 512 --n-ff 768 --n-layer 2 --n-head 4 --n-head-kv 1 "
+                                     "--n-vocab 300 --vocab none --theta 500000 --rope-freqs "
+                                     "--ctx 512 --outtype f32 --seed 21");
+    std::string err;
+    llm_model_params mp;
+    llm_model * cpu = llm_model_load(path.c_str(), mp, &err);
+    REQUIRE_MESSAGE(cpu != nullptr, err);
+    mp.n_gpu_layers = 99;
+    llm_model * gpu = llm_model_load(path.c_str(), mp, &err);
+    REQUIRE_MESSAGE(gpu != nullptr, err);
+    const auto plans = batch_scenario(llm_model_hparams(cpu).n_vocab, 9);
+    for (const ggml_type ct : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0}) {
+        llm_context_params cp;
+        cp.n_ctx = 256;
+        cp.n_batch = 16;
+        cp.n_threads = 2;
+        cp.type_k = cp.type_v = ct;
+        cp.flash_attn = true;
+        const auto ref = batch_reference(cpu, cp, plans);
+        int n = 0;
+        const double e = batch_max_err(gpu, cp, plans, ref, &n);
+        MESSAGE(ggml_type_name(ct) << " cache: " << n << " rows, max rel err GPU batched vs CPU alone " << e);
+        CHECK(n == 70);
+        CHECK(e < (ct == GGML_TYPE_Q8_0 ? 5e-3 : 2e-2));
+    }
+    llm_model_free(gpu);
+    llm_model_free(cpu);
+}
+
 // Decode steps replay their CUDA graph: consecutive single-token steps differ only in their inputs' contents
 // (graph.cpp), so after the first steps of a KV-length bucket the backend launches the executable it captured,
 // with no capture or update on the host, and without comparing the graph again (the scheduler's plan_id; here

@@ -1,7 +1,9 @@
 // fattn-vecq.cuh - decode attention (at most 8 query rows per kv head) on a q8_0 / q4_0 KV cache read in place: K
 // and V each q8_0, q4_0 or f16 (at least one of them a block type), D 64, 96 or 128. Instances: one file per (K, V)
 // pair, fattn-vecq-<k>-<v>.cu; fattn.cu picks them (ggml_cuda_fattn_vecq) and launches them as its f16 decode kernel
-// (KV splits sized to one wave of resident blocks, merged by the last block of each kv head: fattn-common.cuh).
+// (KV splits sized to one wave of resident blocks, merged by the last block of each kv head: fattn-common.cuh), or,
+// for a batch of many sequences' decode tokens on a shared cache (p.per_token), one block per token over the keys of
+// its own visible range, as the f16 kernel does.
 //
 // Layout. A key is worked on by T lanes (a power of two), each owning a slice of L consecutive dims (L = 32, 16, 8
 // for 1, 2-4, 5-8 queries: the accumulators take NQ x L registers); the G = 32 / T lane groups of a warp take G
@@ -280,7 +282,10 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_vecq(fa_params p) {
     const bool on = t * L < D;                    // D = 96: lanes of dims 96..127 idle
     const int sh = (t * L) % 32 >= 16 ? 4 : 0;    // q4_0 slices of dims 16..31 of a block: high nibbles
     const int hk = blockIdx.y, split = blockIdx.z;
-    const int n_q = p.n_tokens * p.r;
+    // the block's queries qbase .. qbase + n_q - 1 of the kv head: all of them, or token blockIdx.x's r (per_token:
+    // a batch of many sequences' decode tokens, each block over its own token's visible range; MT 1)
+    const int qbase = p.per_token ? blockIdx.x * p.r : 0;
+    const int n_q = p.per_token ? p.r : p.n_tokens * p.r;
 
     kvq_query<KS::quant, L> q[NQ];
     float acc[NQ][L], m[NQ], l[NQ];
@@ -288,7 +293,7 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_vecq(fa_params p) {
     const char * mrow[MT];
 #pragma unroll
     for (int j = 0; j < NQ; ++j) {
-        const int qi = j < n_q ? j : 0;
+        const int qi = qbase + (j < n_q ? j : 0);
         const int tok = qi / p.r, h = hk * p.r + qi % p.r;
         const char * qrow = p.q + tok * p.qs.nb[1] + h * p.qs.nb[2];
         float x[L];
@@ -307,8 +312,8 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_vecq(fa_params p) {
     }
 
     int kv0, kv1; // the split's keys within the tokens' visible ranges (p.ranges)
-    fattn_block_keys(p, split, 0, p.n_tokens - 1, kv0, kv1);
-    if (p.n_tokens == 1 && fattn_token_exact(p, 0)) // an exact range: no mask reads
+    fattn_block_keys(p, split, qbase / p.r, (qbase + n_q - 1) / p.r, kv0, kv1);
+    if ((p.per_token || p.n_tokens == 1) && fattn_token_exact(p, qbase / p.r)) // an exact range: no mask reads
 #pragma unroll
         for (int j = 0; j < MT; ++j)
             mrow[j] = nullptr;
@@ -417,11 +422,11 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_vecq(fa_params p) {
             s_ml[warp][j][1] = lj;
         }
     }
-    fattn_vec_finish<W, NQ, D>(p, s_acc, s_ml, hk, split, n_q);
+    fattn_vec_finish<W, NQ, D>(p, s_acc, s_ml, hk, split, n_q, qbase);
 }
 
 // The kernel for n_q queries per kv head (1..8) of n_tokens tokens; one_row: one mask row and causal limit for all
-// (one token, a mask broadcast over heads or none). W warps per block, S keys per warp step.
+// (one token, a mask broadcast over heads or none; or a block per token, p.per_token, with n_q = r). W warps per block, S keys per warp step.
 template <template <int> class KS, template <int> class VS, int D>
 static fattn_vec_fn fattn_vecq_pick_nq(int n_q, bool one_row, int & W, int & S) {
     W = 4;

@@ -395,6 +395,17 @@ static int fattn_split_keys() {
     return n;
 }
 
+// The fewest query rows per kv head (all of a step's tokens) with which a batch of many sequences' decode tokens takes
+// one decode block per token, each over its own keys; fewer take the decode kernel over the union of their tokens'
+// ranges. H200, Llama-2-7B q8_0 (one row per token), batched-bench -npp 512 -ntg 128, S_TG at B = 2 / 4 / 8, union
+// against per token: f16 cache 534 / 811 / 1551 against 466 / 755 / 1666 t/s, q8_0 cache 504 / 772 / 1504 against
+// 508 / 765 / 1610, q4_0 cache 329 / 488 / 818 against 516 / 788 / 1763 (the union kernel's q4_0 slices are slow). So
+// 8, and 2 where K or V is q4_0. GGML_CUDA_FATTN_PT_MIN=n sets it for all (an A/B; 9 before this).
+static int fattn_pt_min(bool q4) {
+    static const char * v = std::getenv("GGML_CUDA_FATTN_PT_MIN");
+    return v ? std::atoi(v) : q4 ? 2 : 8;
+}
+
 // GGML_CUDA_FATTN_NO_RANGES=1: no visible ranges from the mask (every key read; an A/B)
 static bool fattn_ranges_on() {
     static const bool off = std::getenv("GGML_CUDA_FATTN_NO_RANGES") != nullptr;
@@ -479,8 +490,9 @@ static fattn_vec_fn fattn_vecq_pick(ggml_type tk, ggml_type tv, int D, int n_q, 
 }
 
 // whether the quantized decode kernel takes it: K and V q8_0/q4_0/f16 (one of them a block type), D 64/96/128, at
-// most 8 queries per kv head; block-type rows dense and 2-byte aligned, f16 rows dense and 8-byte aligned
-static bool fattn_vecq_ok(const fa_params & p, const ggml_tensor * k, const ggml_tensor * v) {
+// most 8 queries per kv head (n_q: per block, default all the step's); block-type rows dense and 2-byte aligned, f16
+// rows dense and 8-byte aligned
+static bool fattn_vecq_ok(const fa_params & p, const ggml_tensor * k, const ggml_tensor * v, int n_q = -1) {
     auto rows_ok = [](const ggml_tensor * t) {
         if (ggml_cuda_is_kvq(t->type))
             return ggml_cuda_kvq_rows_ok(t) && t->nb[1] % 2 == 0 && t->nb[2] % 2 == 0 && (uintptr_t)t->data % 2 == 0;
@@ -488,15 +500,23 @@ static bool fattn_vecq_ok(const fa_params & p, const ggml_tensor * k, const ggml
                (uintptr_t)t->data % 8 == 0;
     };
     int W, S;
-    return p.n_tokens * p.r <= 8 && rows_ok(k) && rows_ok(v) &&
-           fattn_vecq_pick(k->type, v->type, p.D, p.n_tokens * p.r, true, W, S) != nullptr;
+    if (n_q < 0) n_q = p.n_tokens * p.r;
+    return n_q <= 8 && rows_ok(k) && rows_ok(v) && fattn_vecq_pick(k->type, v->type, p.D, n_q, true, W, S) != nullptr;
 }
 
 static void fattn_vecq(ggml_cuda_context & ctx, fa_params & p, ggml_type tk, ggml_type tv) {
-    const bool one_row = p.n_tokens == 1 && (!p.mask || p.ms.ne[2] == 1);
+    // per_token: a block per token, each over its own keys (p.ranges), one mask row (broadcast over heads) per block
+    const bool one_row = (p.per_token || p.n_tokens == 1) && (!p.mask || p.ms.ne[2] == 1);
     int W = 0, S = 0;
-    const fattn_vec_fn fn = fattn_vecq_pick(tk, tv, p.D, p.n_tokens * p.r, one_row, W, S);
+    const fattn_vec_fn fn = fattn_vecq_pick(tk, tv, p.D, p.per_token ? p.r : p.n_tokens * p.r, one_row, W, S);
     GGML_ASSERT(fn);
+    if (p.per_token) {
+        p.exact = fattn_exact_on();
+        p.n_split = 1;
+        p.kv_per_split = p.n_kv;
+        ggml_cuda_launch(ctx, fn, dim3(p.n_tokens, p.n_head / p.r, 1), dim3(W * 32), 0, p);
+        return;
+    }
     fattn_vec_launch(ctx, p, fn, W, S);
 }
 
@@ -632,7 +652,7 @@ static bool flash_attn_ext_f(ggml_cuda_context & ctx, ggml_tensor * dst, const g
     const int n_seq = ggml_get_op_params_i32(dst, 2), shared = ggml_get_op_params_i32(dst, 3);
     if (shared && mask && fattn_ranges_on() && p.ms.ne[2] == 1 && p.ms.ne[3] == 1) {
         p.ranges = ggml_cuda_mask_ranges(ctx, p.mask, p.ms.nb[1], p.mask_f16, p.n_kv, p.n_tokens);
-        p.per_token = n_seq > 1 && p.n_tokens <= 2 * n_seq && n_q > 8;
+        p.per_token = n_seq > 1 && p.n_tokens <= 2 * n_seq && n_q >= fattn_pt_min(false);
     }
     const bool one_seq = !p.ranges; // no shared cache (taken before the decode range below): the prompt path may go wide
     fattn_decode_ranges(ctx, p, mask);
@@ -725,6 +745,22 @@ static bool flash_attn_ext(ggml_cuda_context & ctx, ggml_tensor * dst, int8_t * 
     // the K/V views (the tensor-core kernel then runs as for an f16 cache)
     static const bool no_vec = std::getenv("GGML_CUDA_FATTN_NO_VEC") != nullptr;
     fa_params p = fa_params_of(dst, q, k, v, dst->src[3]);
+    // a cache shared by several sequences with about one token each (batched decode): one block per token over its
+    // own visible key range, read in place (flash_attn_ext_f does the same on f16 caches; an f16 copy of the whole
+    // K/V views for each layer before)
+    // GGML_CUDA_FATTN_KVQ_PT=0: the f16 copy instead (an A/B)
+    static const bool kvq_pt = !(std::getenv("GGML_CUDA_FATTN_KVQ_PT") && std::atoi(std::getenv("GGML_CUDA_FATTN_KVQ_PT")) == 0);
+    const ggml_tensor * mask = dst->src[3];
+    const int n_seq = ggml_get_op_params_i32(dst, 2), shared = ggml_get_op_params_i32(dst, 3);
+    if (kvq_pt && !no_vec && shared && mask && fattn_ranges_on() && p.ms.ne[2] == 1 && p.ms.ne[3] == 1 && n_seq > 1 &&
+        p.n_tokens <= 2 * n_seq &&
+        p.n_tokens * p.r >= fattn_pt_min(k->type == GGML_TYPE_Q4_0 || v->type == GGML_TYPE_Q4_0) &&
+        fattn_vecq_ok(p, k, v, p.r)) {
+        p.ranges = ggml_cuda_mask_ranges(ctx, p.mask, p.ms.nb[1], p.mask_f16, p.n_kv, p.n_tokens);
+        p.per_token = 1;
+        fattn_vecq(ctx, p, k->type, v->type);
+        return false;
+    }
     fattn_decode_ranges(ctx, p, dst->src[3]);
     // a q8_0 K and V with 2-16 query rows per kv head (GQA decode): the tensor-core decode kernel on the staged raw
     // rows (up to 8 rows: K as int8 against the query rounded per 32 dims, V widened to f16; 9-16: both widened). One
