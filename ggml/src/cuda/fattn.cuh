@@ -6,8 +6,9 @@
 // row-per-warp decode kernel, more queries with f16 K/V the tensor-core kernel of fattn-mma.cuh (D 64, 80, 96,
 // 128), else cuBLAS (S = K^T Q, softmax to f16, O = V P; GGML_CUDA_FATTN_GEMM=1: always, for comparisons);
 // GGML_CUDA_FATTN_NO_VEC=1: always the tile kernel (f32 K/V always take it). A q8_0/q4_0 K or V: up to 8 queries
-// per kv head with D 64/96/128 read it in place (fattn-vecq.cuh); otherwise the views are converted to an f16
-// copy (f32 beside an f32 K/V) in pool scratch and the paths above run on it.
+// per kv head with D 64/96/128 read it in place (fattn-vecq.cuh), and so does a batch of many sequences' decode tokens
+// on a shared cache (one block per token, up to 8 queries each); otherwise the views are converted to an f16 copy
+// (f32 beside an f32 K/V) in pool scratch and the paths above run on it.
 #pragma once
 #include "common.cuh"
 
