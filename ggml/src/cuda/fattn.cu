@@ -412,6 +412,19 @@ static bool fattn_ranges_on() {
     return !off;
 }
 
+// A KV cache shared by several sequences (ggml_flash_attn_ext_set_seqs) whose mask (one row per token for every head)
+// gives each token's visible key range, so that blocks skip the other sequences' cells.
+static bool fattn_shared_ranges(const ggml_tensor * dst, const fa_params & p) {
+    return ggml_get_op_params_i32(dst, 3) && p.mask && fattn_ranges_on() && p.ms.ne[2] == 1 && p.ms.ne[3] == 1;
+}
+
+// ... and a batch of about one token per sequence (decode) with enough query rows for one decode block per token
+// (q4: K or V q4_0, fattn_pt_min)
+static bool fattn_per_token_wanted(const ggml_tensor * dst, const fa_params & p, bool q4) {
+    const int n_seq = ggml_get_op_params_i32(dst, 2);
+    return n_seq > 1 && p.n_tokens <= 2 * n_seq && p.n_tokens * p.r >= fattn_pt_min(q4);
+}
+
 // GGML_CUDA_FATTN_EXACT=0: a decode block reads the mask even where its token's range is exact (an A/B)
 static bool fattn_exact_on() {
     static const bool off = std::getenv("GGML_CUDA_FATTN_EXACT") && std::atoi(std::getenv("GGML_CUDA_FATTN_EXACT")) == 0;
@@ -649,10 +662,9 @@ static bool flash_attn_ext_f(ggml_cuda_context & ctx, ggml_tensor * dst, const g
     // a KV cache shared by several sequences (ggml_flash_attn_ext_set_seqs): each token's visible key range from the
     // mask (one row for every head), so blocks skip the other sequences' cells; a batch of about one token per
     // sequence (decode) then takes one decode block per token
-    const int n_seq = ggml_get_op_params_i32(dst, 2), shared = ggml_get_op_params_i32(dst, 3);
-    if (shared && mask && fattn_ranges_on() && p.ms.ne[2] == 1 && p.ms.ne[3] == 1) {
+    if (fattn_shared_ranges(dst, p)) {
         p.ranges = ggml_cuda_mask_ranges(ctx, p.mask, p.ms.nb[1], p.mask_f16, p.n_kv, p.n_tokens);
-        p.per_token = n_seq > 1 && p.n_tokens <= 2 * n_seq && n_q >= fattn_pt_min(false);
+        p.per_token = fattn_per_token_wanted(dst, p, false);
     }
     const bool one_seq = !p.ranges; // no shared cache (taken before the decode range below): the prompt path may go wide
     fattn_decode_ranges(ctx, p, mask);
@@ -750,11 +762,8 @@ static bool flash_attn_ext(ggml_cuda_context & ctx, ggml_tensor * dst, int8_t * 
     // K/V views for each layer before)
     // GGML_CUDA_FATTN_KVQ_PT=0: the f16 copy instead (an A/B)
     static const bool kvq_pt = !(std::getenv("GGML_CUDA_FATTN_KVQ_PT") && std::atoi(std::getenv("GGML_CUDA_FATTN_KVQ_PT")) == 0);
-    const ggml_tensor * mask = dst->src[3];
-    const int n_seq = ggml_get_op_params_i32(dst, 2), shared = ggml_get_op_params_i32(dst, 3);
-    if (kvq_pt && !no_vec && shared && mask && fattn_ranges_on() && p.ms.ne[2] == 1 && p.ms.ne[3] == 1 && n_seq > 1 &&
-        p.n_tokens <= 2 * n_seq &&
-        p.n_tokens * p.r >= fattn_pt_min(k->type == GGML_TYPE_Q4_0 || v->type == GGML_TYPE_Q4_0) &&
+    if (kvq_pt && !no_vec && fattn_shared_ranges(dst, p) &&
+        fattn_per_token_wanted(dst, p, k->type == GGML_TYPE_Q4_0 || v->type == GGML_TYPE_Q4_0) &&
         fattn_vecq_ok(p, k, v, p.r)) {
         p.ranges = ggml_cuda_mask_ranges(ctx, p.mask, p.ms.nb[1], p.mask_f16, p.n_kv, p.n_tokens);
         p.per_token = 1;
