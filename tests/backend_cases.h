@@ -809,7 +809,7 @@ inline std::vector<backend_case> backend_cases() {
                 ggml_flash_attn_ext_set_seqs(fa, (int)sc.n_seq, true);
                 return fa;
             },
-            kq && sc.ratio <= 8 ? 2e-5 : 1e-6);
+            kq ? 2e-5 : 1e-6);
     }
     return cases;
 }

@@ -426,7 +426,8 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_vecq(fa_params p) {
 }
 
 // The kernel for n_q queries per kv head (1..8) of n_tokens tokens; one_row: one mask row and causal limit for all
-// (one token, a mask broadcast over heads or none; or a block per token, p.per_token, with n_q = r). W warps per block, S keys per warp step.
+// (one token, a mask broadcast over heads or none; or a block per token, p.per_token, with n_q = r). W warps per
+// block, S keys per warp step.
 template <template <int> class KS, template <int> class VS, int D>
 static fattn_vec_fn fattn_vecq_pick_nq(int n_q, bool one_row, int & W, int & S) {
     W = 4;

@@ -761,7 +761,8 @@ static bool flash_attn_ext(ggml_cuda_context & ctx, ggml_tensor * dst, int8_t * 
     // own visible key range, read in place (flash_attn_ext_f does the same on f16 caches; an f16 copy of the whole
     // K/V views for each layer before)
     // GGML_CUDA_FATTN_KVQ_PT=0: the f16 copy instead (an A/B)
-    static const bool kvq_pt = !(std::getenv("GGML_CUDA_FATTN_KVQ_PT") && std::atoi(std::getenv("GGML_CUDA_FATTN_KVQ_PT")) == 0);
+    static const char * kvq_pt_env = std::getenv("GGML_CUDA_FATTN_KVQ_PT");
+    static const bool kvq_pt = !(kvq_pt_env && std::atoi(kvq_pt_env) == 0);
     if (kvq_pt && !no_vec && fattn_shared_ranges(dst, p) &&
         fattn_per_token_wanted(dst, p, k->type == GGML_TYPE_Q4_0 || v->type == GGML_TYPE_Q4_0) &&
         fattn_vecq_ok(p, k, v, p.r)) {
