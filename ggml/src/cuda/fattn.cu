@@ -400,10 +400,12 @@ static int fattn_split_keys() {
 // ranges. H200, Llama-2-7B q8_0 (one row per token), batched-bench -npp 512 -ntg 128, S_TG at B = 2 / 4 / 8, union
 // against per token: f16 cache 534 / 811 / 1551 against 466 / 755 / 1666 t/s, q8_0 cache 504 / 772 / 1504 against
 // 508 / 765 / 1610, q4_0 cache 329 / 488 / 818 against 516 / 788 / 1763 (the union kernel's q4_0 slices are slow). So
-// 8, and 2 where K or V is q4_0. GGML_CUDA_FATTN_PT_MIN=n sets it for all (an A/B; 9 before this).
-static int fattn_pt_min(bool q4) {
+// with one query row per kv head (MHA) 8, and 2 where K or V is q4_0; with more (GQA; not measured: a block per token
+// makes n_tokens x n_head_kv blocks, 16 for two Llama-3 tokens, against the union kernels' KV splits) 9, as before.
+// GGML_CUDA_FATTN_PT_MIN=n sets it for all (an A/B).
+static int fattn_pt_min(int r, bool q4) {
     static const char * v = std::getenv("GGML_CUDA_FATTN_PT_MIN");
-    return v ? std::atoi(v) : q4 ? 2 : 8;
+    return v ? std::atoi(v) : r > 1 ? 9 : q4 ? 2 : 8;
 }
 
 // GGML_CUDA_FATTN_NO_RANGES=1: no visible ranges from the mask (every key read; an A/B)
@@ -422,7 +424,7 @@ static bool fattn_shared_ranges(const ggml_tensor * dst, const fa_params & p) {
 // (q4: K or V q4_0, fattn_pt_min)
 static bool fattn_per_token_wanted(const ggml_tensor * dst, const fa_params & p, bool q4) {
     const int n_seq = ggml_get_op_params_i32(dst, 2);
-    return n_seq > 1 && p.n_tokens <= 2 * n_seq && p.n_tokens * p.r >= fattn_pt_min(q4);
+    return n_seq > 1 && p.n_tokens <= 2 * n_seq && p.n_tokens * p.r >= fattn_pt_min(p.r, q4);
 }
 
 // GGML_CUDA_FATTN_EXACT=0: a decode block reads the mask even where its token's range is exact (an A/B)
