@@ -248,10 +248,14 @@ TEST_CASE("q8_0 weights with a q8_0 / q4_0 KV cache: the q/k/v mat-vecs store th
     unsetenv("GGML_CUDA_MMQ_KS");
 }
 
-// an f32 cache (mul_mat attention) or an f16 cache (flash attention): 2e-3 of the largest logit, the f32 bound
-// above plus f16 rounding.
-TEST_CASE("batched sequences on the GPU equal each sequence alone on the CPU") {
-    const std::string path = gen_model("gpu_l3_256_f32", std::string(k_l3_256) + " --outtype f32 --seed 19");
+// batch_scenario decoded together on the GPU (every layer offloaded) against each sequence alone on the CPU, for each
+// configuration (flash attention, KV cache type, bound on the largest relative logit error)
+struct batched_cfg {
+    bool fa;
+    ggml_type cache;
+    double tol;
+};
+static void check_batched_vs_alone(const std::string & path, std::initializer_list<batched_cfg> cfgs) {
     std::string err;
     llm_model_params mp;
     llm_model * cpu = llm_model_load(path.c_str(), mp, &err);
@@ -260,23 +264,30 @@ TEST_CASE("batched sequences on the GPU equal each sequence alone on the CPU") {
     llm_model * gpu = llm_model_load(path.c_str(), mp, &err);
     REQUIRE_MESSAGE(gpu != nullptr, err);
     const auto plans = batch_scenario(llm_model_hparams(cpu).n_vocab, 9);
-    for (const bool fa : {false, true}) {
+    for (const batched_cfg & c : cfgs) {
         llm_context_params cp;
         cp.n_ctx = 256;
         cp.n_batch = 16;
         cp.n_threads = 2;
-        cp.type_k = cp.type_v = fa ? GGML_TYPE_F16 : GGML_TYPE_F32;
-        cp.flash_attn = fa;
+        cp.type_k = cp.type_v = c.cache;
+        cp.flash_attn = c.fa;
         const auto ref = batch_reference(cpu, cp, plans);
         int n = 0;
         const double e = batch_max_err(gpu, cp, plans, ref, &n);
-        MESSAGE(std::string(fa ? "flash attention, f16 cache" : "mul_mat attention, f32 cache")
-                << ": " << n << " rows, max rel err GPU batched vs CPU alone " << e);
+        MESSAGE((c.fa ? "flash attention, " : "mul_mat attention, ")
+                << ggml_type_name(c.cache) << " cache: " << n << " rows, max rel err GPU batched vs CPU alone " << e);
         CHECK(n == 70);
-        CHECK(e < 2e-3);
+        CHECK(e < c.tol);
     }
     llm_model_free(gpu);
     llm_model_free(cpu);
+}
+
+// an f32 cache (mul_mat attention) or an f16 cache (flash attention): 2e-3 of the largest logit, the f32 bound
+// above plus f16 rounding.
+TEST_CASE("batched sequences on the GPU equal each sequence alone on the CPU") {
+    check_batched_vs_alone(gen_model("gpu_l3_256_f32", std::string(k_l3_256) + " --outtype f32 --seed 19"),
+                           {{false, GGML_TYPE_F32, 2e-3}, {true, GGML_TYPE_F16, 2e-3}});
 }
 
 // The same scenario on q8_0 and q4_0 KV caches (flash attention, head size 128, GQA 4: 4 sequences x 4 query rows per
@@ -287,34 +298,10 @@ TEST_CASE("batched sequences on the GPU equal each sequence alone on the CPU") {
 // 4-bit keys leave the same query roundings a larger share of each score); a block reading another sequence's cells
 // or a wrong block is off by O(1).
 TEST_CASE("batched sequences on q8_0 / q4_0 KV caches: the GPU equals each sequence alone on the CPU") {
-    const std::string path =
-        gen_model("gpu_l3_d128_f32", "--n-embd 512 --n-ff 768 --n-layer 2 --n-head 4 --n-head-kv 1 "
-                                     "--n-vocab 300 --vocab none --theta 500000 --rope-freqs "
-                                     "--ctx 512 --outtype f32 --seed 21");
-    std::string err;
-    llm_model_params mp;
-    llm_model * cpu = llm_model_load(path.c_str(), mp, &err);
-    REQUIRE_MESSAGE(cpu != nullptr, err);
-    mp.n_gpu_layers = 99;
-    llm_model * gpu = llm_model_load(path.c_str(), mp, &err);
-    REQUIRE_MESSAGE(gpu != nullptr, err);
-    const auto plans = batch_scenario(llm_model_hparams(cpu).n_vocab, 9);
-    for (const ggml_type ct : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0}) {
-        llm_context_params cp;
-        cp.n_ctx = 256;
-        cp.n_batch = 16;
-        cp.n_threads = 2;
-        cp.type_k = cp.type_v = ct;
-        cp.flash_attn = true;
-        const auto ref = batch_reference(cpu, cp, plans);
-        int n = 0;
-        const double e = batch_max_err(gpu, cp, plans, ref, &n);
-        MESSAGE(ggml_type_name(ct) << " cache: " << n << " rows, max rel err GPU batched vs CPU alone " << e);
-        CHECK(n == 70);
-        CHECK(e < (ct == GGML_TYPE_Q8_0 ? 5e-3 : 2e-2));
-    }
-    llm_model_free(gpu);
-    llm_model_free(cpu);
+    check_batched_vs_alone(gen_model("gpu_l3_d128_f32", "--n-embd 512 --n-ff 768 --n-layer 2 --n-head 4 --n-head-kv 1 "
+                                                        "--n-vocab 300 --vocab none --theta 500000 --rope-freqs "
+                                                        "--ctx 512 --outtype f32 --seed 21"),
+                           {{true, GGML_TYPE_Q8_0, 5e-3}, {true, GGML_TYPE_Q4_0, 2e-2}});
 }
 
 // Decode steps replay their CUDA graph: consecutive single-token steps differ only in their inputs' contents
