@@ -414,10 +414,16 @@ static bool fattn_ranges_on() {
     return !off;
 }
 
-// A KV cache shared by several sequences (ggml_flash_attn_ext_set_seqs) whose mask (one row per token for every head)
-// gives each token's visible key range, so that blocks skip the other sequences' cells.
+// whether the tokens' visible key ranges may be taken from the mask (fattn-range.cuh): one row per token for every
+// head
+static bool fattn_mask_ranges_ok(const fa_params & p) {
+    return p.mask && fattn_ranges_on() && p.ms.ne[2] == 1 && p.ms.ne[3] == 1;
+}
+
+// A KV cache shared by several sequences (ggml_flash_attn_ext_set_seqs) whose mask gives each token's visible key
+// range, so that blocks skip the other sequences' cells.
 static bool fattn_shared_ranges(const ggml_tensor * dst, const fa_params & p) {
-    return ggml_get_op_params_i32(dst, 3) && p.mask && fattn_ranges_on() && p.ms.ne[2] == 1 && p.ms.ne[3] == 1;
+    return ggml_get_op_params_i32(dst, 3) && fattn_mask_ranges_ok(p);
 }
 
 // ... and a batch of about one token per sequence (decode) with enough query rows for one decode block per token
@@ -438,9 +444,9 @@ static bool fattn_exact_on() {
 // the used cells rounded up to LLM_KV_PAD (256), the rest masked: at a short depth most of what a block read was
 // masked keys. H200, Llama-2-7B tg128 (depth 0-128), two rounds in one call, against GGML_CUDA_FATTN_NO_RANGES=1:
 // q8_0 434.7 -> 441.6 t/s, q4_0 557.7 -> 574.0.
-static void fattn_decode_ranges(ggml_cuda_context & ctx, fa_params & p, const ggml_tensor * mask) {
+static void fattn_decode_ranges(ggml_cuda_context & ctx, fa_params & p) {
     if (p.n_tokens != 1) return;
-    if (!p.ranges && mask && fattn_ranges_on() && p.ms.ne[2] == 1 && p.ms.ne[3] == 1)
+    if (!p.ranges && fattn_mask_ranges_ok(p))
         p.ranges = ggml_cuda_mask_ranges(ctx, p.mask, p.ms.nb[1], p.mask_f16, p.n_kv, p.n_tokens);
     if (p.ranges) p.exact = fattn_exact_on();
 }
@@ -467,6 +473,14 @@ static void fattn_vec_launch(ggml_cuda_context & ctx, fa_params & p, fattn_vec_f
     ggml_cuda_launch(ctx, fn, dim3(1, n_head_kv, p.n_split), dim3(W * 32), smem, p);
 }
 
+// per_token: one block (W warps) per (token, kv head), each over its token's visible range (p.ranges), no KV split
+static void fattn_per_token_launch(ggml_cuda_context & ctx, fa_params & p, fattn_vec_fn fn, int W) {
+    p.exact = fattn_exact_on();
+    p.n_split = 1;
+    p.kv_per_split = p.n_kv;
+    ggml_cuda_launch(ctx, fn, dim3(p.n_tokens, p.n_head / p.r, 1), dim3(W * 32), 0, p);
+}
+
 static void fattn_vec(ggml_cuda_context & ctx, fa_params & p, ggml_type kv_type) {
     const int n_q = p.per_token ? p.r : p.n_tokens * p.r;
     // one block per token over its own keys (per_token: a batch of many sequences' decode tokens, ~500 keys each):
@@ -478,11 +492,8 @@ static void fattn_vec(ggml_cuda_context & ctx, fa_params & p, ggml_type kv_type)
     int W = 0, KB = 0;
     const fattn_vec_fn fn = kv_type == GGML_TYPE_F16 ? fattn_vec_pick_d<half>(p.D, n_q, w4, W, KB)
                                                      : fattn_vec_pick_d<float>(p.D, n_q, w4, W, KB);
-    if (p.per_token) { // one block per (token, kv head), each over its token's visible range
-        p.exact = fattn_exact_on();
-        p.n_split = 1;
-        p.kv_per_split = p.n_kv;
-        ggml_cuda_launch(ctx, fn, dim3(p.n_tokens, p.n_head / p.r, 1), dim3(W * 32), 0, p);
+    if (p.per_token) {
+        fattn_per_token_launch(ctx, p, fn, W);
         return;
     }
     fattn_vec_launch(ctx, p, fn, W, KB);
@@ -505,9 +516,9 @@ static fattn_vec_fn fattn_vecq_pick(ggml_type tk, ggml_type tv, int D, int n_q, 
 }
 
 // whether the quantized decode kernel takes it: K and V q8_0/q4_0/f16 (one of them a block type), D 64/96/128, at
-// most 8 queries per kv head (n_q: per block, default all the step's); block-type rows dense and 2-byte aligned, f16
-// rows dense and 8-byte aligned
-static bool fattn_vecq_ok(const fa_params & p, const ggml_tensor * k, const ggml_tensor * v, int n_q = -1) {
+// most 8 queries per kv head in a block (n_q: all the step's, or r for a block per token); block-type rows dense and
+// 2-byte aligned, f16 rows dense and 8-byte aligned
+static bool fattn_vecq_ok(const fa_params & p, const ggml_tensor * k, const ggml_tensor * v, int n_q) {
     auto rows_ok = [](const ggml_tensor * t) {
         if (ggml_cuda_is_kvq(t->type))
             return ggml_cuda_kvq_rows_ok(t) && t->nb[1] % 2 == 0 && t->nb[2] % 2 == 0 && (uintptr_t)t->data % 2 == 0;
@@ -515,7 +526,6 @@ static bool fattn_vecq_ok(const fa_params & p, const ggml_tensor * k, const ggml
                (uintptr_t)t->data % 8 == 0;
     };
     int W, S;
-    if (n_q < 0) n_q = p.n_tokens * p.r;
     return n_q <= 8 && rows_ok(k) && rows_ok(v) && fattn_vecq_pick(k->type, v->type, p.D, n_q, true, W, S) != nullptr;
 }
 
@@ -526,10 +536,7 @@ static void fattn_vecq(ggml_cuda_context & ctx, fa_params & p, ggml_type tk, ggm
     const fattn_vec_fn fn = fattn_vecq_pick(tk, tv, p.D, p.per_token ? p.r : p.n_tokens * p.r, one_row, W, S);
     GGML_ASSERT(fn);
     if (p.per_token) {
-        p.exact = fattn_exact_on();
-        p.n_split = 1;
-        p.kv_per_split = p.n_kv;
-        ggml_cuda_launch(ctx, fn, dim3(p.n_tokens, p.n_head / p.r, 1), dim3(W * 32), 0, p);
+        fattn_per_token_launch(ctx, p, fn, W);
         return;
     }
     fattn_vec_launch(ctx, p, fn, W, S);
@@ -669,7 +676,7 @@ static bool flash_attn_ext_f(ggml_cuda_context & ctx, ggml_tensor * dst, const g
         p.per_token = fattn_per_token_wanted(dst, p, false);
     }
     const bool one_seq = !p.ranges; // no shared cache (taken before the decode range below): the prompt path may go wide
-    fattn_decode_ranges(ctx, p, mask);
+    fattn_decode_ranges(ctx, p);
     if (p.per_token && !no_vec && fattn_vec_ok(p, k, v)) {
         fattn_vec(ctx, p, k->type);
         return false;
@@ -690,7 +697,7 @@ static bool flash_attn_ext_f(ggml_cuda_context & ctx, ggml_tensor * dst, const g
         // a prompt over more than one key tile: the tokens' visible ranges from the mask even for one sequence, so
         // that blocks skip the tiles a causal mask hides from all their queries (about half of them; the graph's
         // FLASH_ATTN_EXT carries the causality in the mask, not in causal_n_past)
-        if (!p.ranges && mask && fattn_ranges_on() && p.ms.ne[2] == 1 && p.ms.ne[3] == 1 && p.n_kv > 64)
+        if (!p.ranges && fattn_mask_ranges_ok(p) && p.n_kv > 64)
             p.ranges = ggml_cuda_mask_ranges(ctx, p.mask, p.ms.nb[1], p.mask_f16, p.n_kv, p.n_tokens);
         mp.ranges = p.ranges;
         if (one_seq && ggml_cuda_fattn_mma_wide_wanted(mp, ctx.n_sm)) {
@@ -773,7 +780,7 @@ static bool flash_attn_ext(ggml_cuda_context & ctx, ggml_tensor * dst, int8_t * 
         fattn_vecq(ctx, p, k->type, v->type);
         return false;
     }
-    fattn_decode_ranges(ctx, p, dst->src[3]);
+    fattn_decode_ranges(ctx, p);
     // a q8_0 K and V with 2-16 query rows per kv head (GQA decode): the tensor-core decode kernel on the staged raw
     // rows (up to 8 rows: K as int8 against the query rounded per 32 dims, V widened to f16; 9-16: both widened). One
     // row per kv head (Llama 2's MHA) keeps the vec kernel, as for f16. H200, Llama-3-8B tg64 at depth 16384:
@@ -782,7 +789,7 @@ static bool flash_attn_ext(ggml_cuda_context & ctx, ggml_tensor * dst, int8_t * 
     if (!no_vec && !one_row && fattn_dec_cfg() != 0 && k->type == GGML_TYPE_Q8_0 && v->type == GGML_TYPE_Q8_0 &&
         ggml_cuda_fattn_mma_dec_ok(p, k, v, dst))
         return fattn_mma_dec(ctx, p, true, ggml_is_contiguous(dst) ? q8s : nullptr, q8d, q8sum);
-    if (!no_vec && fattn_vecq_ok(p, k, v)) {
+    if (!no_vec && fattn_vecq_ok(p, k, v, p.n_tokens * p.r)) {
         if (q8s && ggml_is_contiguous(dst)) {
             p.q8s = q8s;
             p.q8d = q8d;
