@@ -13,8 +13,9 @@
 // 19.4 against 12.5 / 30.8 / 30.7 streamed (docs/perf.md, twentieth session).
 //
 // A block of 2 warpgroups (8 warps) owns MMW_BM (128) weight rows and a K range of kr values (the K split):
-//   - it copies its activation slice (NT columns x kr values, f16) into shared memory once, 16-byte cp.async of one
-//     contiguous range (chunk 0 first, the rest waited for at chunk 1): mulmat.cu converts the activations once per step (ggml_cuda_mmw_order, mmqw.cu; cached for
+//   - it streams its activation slice (NT columns x kr values, f16) through a ring of MMW_STAGES chunk slots in
+//     shared memory, 16-byte cp.async of one contiguous range per chunk, MMW_STAGES - 1 chunks ahead, one barrier a
+//     chunk: mulmat.cu converts the activations once per step (ggml_cuda_mmw_order, mmqw.cu; cached for
 //     the GEMMs that share them) into the order wgmma reads, the K-major canonical layout without swizzle: per k16
 //     step, NT / 8 column groups x 2 k halves of 8 x 8 "core matrices" of 128 contiguous bytes (core (group, half)
 //     at 256 group + 128 half bytes of the step's tile), zero past N and K (K padded to a multiple of MMW_KC);
@@ -25,9 +26,15 @@
 //     unit and 2t + 8, 2t + 9 values 4s + 2, 4s + 3, so the activations are stored with the same permutation;
 //   - 8 wgmma per chunk (one commit group), accumulators d[NT / 2]: d[4j + e] is row g + 8 (e / 2), column
 //     8j + 2t + e % 2 of the warp's 16 x NT tile;
-//   - the K split's partial sums: the first block of a tile to finish stores its sums, the others wait for that and
-//     add theirs (ctx.mmw_tick's counts: no memset of dst before the launch, which can then start early as the
-//     other kernels do); without the counts they are added into dst, zeroed by mmq_launch.
+//   - the K split's partial sums: the block with a tile's first ticket (taken when the block starts) stores its sums,
+//     the others wait for that and add theirs (ctx.mmw_tick's counts: no memset of dst before the launch, which can
+//     then start early as the other kernels do); without the counts they are added into dst, zeroed by mmq_launch.
+// The ring (instead of the whole slice staged before chunk 0, as before the twenty-seventh session) frees the K range
+// from the shared memory: a block takes up to all of K, and the split is chosen for one wave alone (mmw_kr). H200,
+// q8_0, us a call (bench-mmvq, 4096 x 4096 / 4096 x 11008 / 11008 x 4096): N = 64 15.8 / 34.4 / 34.9 -> 15.0 /
+// 26.5 / 25.6, N = 32 10.2 / 21.4 / 20.2 -> 9.2 / 16.4 / 18.7. ncu had put a third of the blocks' warp time in the
+// split's end (the ticket's round trip, a sequentially consistent fence in every block) and a quarter in the slice's
+// copy before chunk 0, with 6-chunk blocks.
 // Ragged edges: rows past M load row M - 1 (not stored); columns past N and K past the last unit are zero.
 // Groups (mmw_group): one launch may take 2-3 weights of one type and K multiplying the same activations (q, k, v or
 // gate, up of a batched decode step, fusion codes 15 / 16): their row blocks follow each other in the grid.
@@ -38,8 +45,9 @@
 #define MMW_BM 128                // weight rows per block: 2 warpgroups of 64
 #define MMW_KC 128                // K values per chunk: unit t of 32 values for lane t
 #define MMW_MAX_N 64              // columns: NT = 32 or 64
-#define MMW_SMEM (96 * 1024)      // the most activation bytes per block: two blocks per SM
 #define MMW_MIN_KR (2 * MMW_KC)   // the smallest K range per block
+#define MMW_STAGES 4              // activation chunks in flight (a ring of slots)
+#define MMW_SMEM (MMW_STAGES * MMW_KC * MMW_MAX_N * 2) // the most activation bytes per block (64 KB)
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define GGML_CUDA_WGMMA 1
@@ -116,7 +124,7 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
 #if defined(GGML_CUDA_WGMMA)
     constexpr int SB = T::MMQ_SB, PF = mmw_pf<T>();
     extern __shared__ int4 mmw_smem[];
-    half * sx = (half *)mmw_smem; // [kr / 16 steps][NT / 8 groups][2 halves][8 columns][8 values]
+    half * sx = (half *)mmw_smem; // [MMW_STAGES slots][8 steps of k16][NT / 8 groups][2 halves][8 columns][8 values]
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, g = lane / 4, t = lane % 4;
     const int64_t bz = blockIdx.z / ksplit, i2 = bz % B2, i3 = bz / B2;
     const int k0 = (int)(blockIdx.z % ksplit) * kr, k1 = min(K, k0 + kr);
@@ -149,20 +157,27 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
     for (int p = 0; p < PF; ++p)
         load(p, u[p]); // the first weights before pdl_wait: they do not depend on the kernel before
     pdl_wait();
-    { // the activation slice: chunks k0 / MMW_KC .. + nc, contiguous in xw; chunk 0 first (one cp.async group), the
-      // rest in flight during chunk 0's MMAs (waited for at chunk 1)
-        const half * xs = xw + (bz * Kp + k0) * NT;
-        const int first = MMW_KC * NT / 8, pieces = nc * first;
-        for (int i = tid; i < first; i += MMQ_NT)
-            cp_async16(sx + 8 * i, xs + 8 * i);
+    const half * xs = xw + (bz * Kp + k0) * NT; // the block's activation slice, chunk after chunk
+    constexpr int CP = MMW_KC * NT / 8;         // 16-byte pieces of a chunk
+    // chunk c's activations into slot c % MMW_STAGES (one cp.async group per chunk, empty past the slice)
+    auto copy_chunk = [&](int c) {
+        if (c < nc) {
+            half * dstc = sx + (c % MMW_STAGES) * (MMW_KC * NT);
+            const half * srcc = xs + (int64_t)c * MMW_KC * NT;
+            for (int i = tid; i < CP; i += MMQ_NT)
+                cp_async16(dstc + 8 * i, srcc + 8 * i);
+        }
         cp_async_commit();
-        for (int i = first + tid; i < pieces; i += MMQ_NT)
-            cp_async16(sx + 8 * i, xs + 8 * i);
-        cp_async_commit();
-        cp_async_wait<1>();
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); // read next by the tensor cores
-        __syncthreads();
+    };
+    int ticket = 0; // the K split's ticket (thread 0), taken now: its round trip hides behind the chunks
+    int * cnt = nullptr;
+    if (ksplit > 1 && tick) {
+        cnt = tick + 2 * (bz * gridDim.y + blockIdx.y); // {tickets taken, blocks done}
+        if (tid == 0) ticket = atomicAdd(cnt, 1);
     }
+#pragma unroll
+    for (int c = 0; c < MMW_STAGES - 1; ++c)
+        copy_chunk(c);
     const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(sx);
 
     float d[NT / 2];
@@ -203,16 +218,18 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
                 a[s][2] = *(const int *)&hi0; // row g, logical k 2t + 8, 2t + 9
                 a[s][3] = *(const int *)&hi1;
             }
-            if (c == 1) { // the rest of the activation slice
-                cp_async_wait<0>();
-                asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-                __syncthreads();
-            }
+            // chunk c's activations in (every thread's copies, then visible to the tensor cores), and every warp
+            // done with slot c - 1 (its MMAs waited for), which takes chunk c + MMW_STAGES - 1
+            cp_async_wait<MMW_STAGES - 2>();
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            __syncthreads();
+            copy_chunk(c + MMW_STAGES - 1);
+            const int slot = c % MMW_STAGES;
             mmw_fence_acc(d);
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
             for (int s = 0; s < 8; ++s)
-                mmw_mma<NT>(d, a[s], mmw_desc(sbase + (uint32_t)(8 * c + s) * NT * 32));
+                mmw_mma<NT>(d, a[s], mmw_desc(sbase + (uint32_t)(8 * slot + s) * NT * 32));
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
             mmw_fence_acc(d);
@@ -221,13 +238,11 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
     pdl_trigger();
     // dst contiguous (qt_mmw): rows r0 + g (e < 2) and r0 + g + 8 (e >= 2), column 8j + 2t + e % 2 of d[4j + e]
     // K split (ksplit > 1): without tick, the splits add into dst, zeroed before the launch (mmq_launch); with tick,
-    // the first block of the tile to get here stores its sums and the others wait for that, then add theirs
-    int * cnt = nullptr;
+    // the block with the tile's first ticket stores its sums and the others wait for that, then add theirs
     bool atomic = ksplit > 1;
     if (atomic && tick) {
         __shared__ int s_ticket;
-        cnt = tick + 2 * (bz * gridDim.y + blockIdx.y); // {tickets taken, blocks done}
-        if (tid == 0) s_ticket = atomicAdd(cnt, 1);
+        if (tid == 0) s_ticket = ticket;
         __syncthreads(); // (every warp's sums are final here)
         atomic = s_ticket != 0;
         if (atomic) {
@@ -254,12 +269,22 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
                 if (ok1) p[8] = d[4 * j + 2 + e];
             }
         }
-    if (cnt) { // done: the last of the tile's blocks zeroes both counts for the next launch
-        __threadfence();
+    if (cnt) {
+        // done: the first block's stores released to the others by its count (thread 0 after the barrier: the
+        // block's stores before it); the others only count (their adds need no order before the kernel's end); the
+        // last of the tile's blocks zeroes both counts for the next launch
         __syncthreads();
-        if (tid == 0 && atomicAdd(cnt + 1, 1) == ksplit - 1) {
-            cnt[0] = 0;
-            cnt[1] = 0;
+        if (tid == 0) {
+            int prev;
+            if (atomic) {
+                prev = atomicAdd(cnt + 1, 1);
+            } else {
+                asm volatile("atom.add.release.gpu.global.s32 %0, [%1], 1;" : "=r"(prev) : "l"(cnt + 1) : "memory");
+            }
+            if (prev == ksplit - 1) {
+                cnt[0] = 0;
+                cnt[1] = 0;
+            }
         }
     }
 #else
@@ -267,13 +292,11 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
 #endif
 }
 
-// the K range per block (a multiple of MMW_KC, MMW_MIN_KR .. the shared-memory limit): the fewest waves of two blocks
-// per SM x K values per block, the larger range on a tie (fewer partial sums). GGML_CUDA_MMQ_KS (ctx.mmq_ks): the
-// range of that many slices, as far as the shared memory holds it (1: no split where K fits, so no partial sums are
-// added in the blocks' arrival order: bit-reproducible results)
-static inline int mmw_kr(const ggml_cuda_context & ctx, int64_t row_blocks, int64_t K, int NT) {
-    const int64_t kfit = MMW_SMEM / (NT * (int64_t)sizeof(half)) / MMW_KC * MMW_KC;
-    const int64_t kmax = std::max<int64_t>(MMW_MIN_KR, std::min(kfit, cuda_ceil_div(K, MMW_KC) * MMW_KC));
+// the K range per block (a multiple of MMW_KC, MMW_MIN_KR .. all of K): the fewest waves of two blocks per SM x K
+// values per block, the larger range on a tie (fewer partial sums). GGML_CUDA_MMQ_KS (ctx.mmq_ks): the range of that
+// many slices (1: no split, so no partial sums are added in the blocks' arrival order: bit-reproducible results)
+static inline int mmw_kr(const ggml_cuda_context & ctx, int64_t row_blocks, int64_t K) {
+    const int64_t kmax = std::max<int64_t>(MMW_MIN_KR, cuda_ceil_div(K, MMW_KC) * MMW_KC);
     if (ctx.mmq_ks > 0) return (int)std::min(kmax, cuda_ceil_div(cuda_ceil_div(K, ctx.mmq_ks), MMW_KC) * MMW_KC);
     int64_t best_kr = kmax, best = INT64_MAX;
     for (int64_t kr = kmax; kr >= MMW_MIN_KR; kr -= MMW_KC) {
@@ -292,10 +315,10 @@ template <typename T, int NT>
 static void mmw_launch_nt(ggml_cuda_context & ctx, const mmw_group & grp, int64_t row_blocks, int64_t K, int64_t N,
                        int64_t A2, int64_t A3, bool early, const ggml_tensor * bw, ggml_tensor * dst0) {
     const int64_t B2 = bw->ne[2], B3 = bw->ne[3];
-    const int kr = mmw_kr(ctx, row_blocks * B2 * B3, K, NT);
+    const int kr = mmw_kr(ctx, row_blocks * B2 * B3, K);
     const int ks = (int)cuda_ceil_div(K, kr);
     GGML_ASSERT(row_blocks <= 65535 && B2 * B3 * ks <= 65535);
-    const size_t smem = (size_t)kr * NT * sizeof(half);
+    const size_t smem = (size_t)MMW_STAGES * MMW_KC * NT * sizeof(half);
     static thread_local std::map<int, bool> attr_set; // up to MMW_SMEM of shared memory: allowed once per device
     bool & done = attr_set[ctx.device];
     if (!done) {
