@@ -781,6 +781,7 @@ inline std::vector<backend_case> backend_cases() {
                                 {128, 1, 4, 600, 40, 40, GGML_TYPE_F16},   {128, 1, 4, 900, 40, 40, GGML_TYPE_F16, true},
                                 {128, 4, 2, 1203, 20, 20, GGML_TYPE_F16, true}, {64, 1, 3, 251, 21, 21, GGML_TYPE_F16, true},
                                 {256, 4, 2, 333, 12, 12, GGML_TYPE_F16, true}, {128, 8, 1, 700, 12, 12, GGML_TYPE_F16, true},
+                                {256, 1, 2, 500, 12, 12, GGML_TYPE_F16},       {64, 1, 2, 300, 33, 33, GGML_TYPE_F16, true},
                                 // q8_0 / q4_0 caches: the per-token blocks read them in place (fattn-vecq.cuh)
                                 {128, 1, 4, 900, 40, 40, GGML_TYPE_Q8_0, true}, {128, 1, 4, 600, 40, 40, GGML_TYPE_Q4_0},
                                 {96, 2, 2, 777, 17, 17, GGML_TYPE_Q8_0},       {64, 8, 1, 700, 12, 12, GGML_TYPE_Q4_0, true},

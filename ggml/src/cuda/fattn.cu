@@ -7,6 +7,7 @@
 #include "fattn-common.cuh"
 #include "fattn-mma.cuh"
 #include "fattn-range.cuh"
+#include "fattn-vec-pt.cuh"
 #include "fattn-vecq.cuh"
 #include "fattn.cuh"
 #include "quantize.cuh"
@@ -489,6 +490,15 @@ static void fattn_vec(ggml_cuda_context & ctx, fa_params & p, ggml_type kv_type)
     // GGML_CUDA_FATTN_PTW=16 for those)
     static const char * ptw = std::getenv("GGML_CUDA_FATTN_PTW");
     const bool w4 = p.per_token && !(ptw && std::atoi(ptw) == 16);
+    // one query row per kv head on an f16 cache: the keys across the lanes (fattn-vec-pt.cuh);
+    // GGML_CUDA_FATTN_PT_LANES=0: the dims across the lanes (k_fattn_vec), as before the twenty-seventh session
+    static const char * ptl = std::getenv("GGML_CUDA_FATTN_PT_LANES");
+    if (p.per_token && p.r == 1 && kv_type == GGML_TYPE_F16 && !(ptl && std::atoi(ptl) == 0) &&
+        fattn_vec_pt_pick(p.D) && p.ks.nb[1] % 16 == 0 && p.ks.nb[2] % 16 == 0 && p.vs.nb[1] % 16 == 0 &&
+        p.vs.nb[2] % 16 == 0 && (uintptr_t)p.k % 16 == 0 && (uintptr_t)p.v % 16 == 0) {
+        fattn_per_token_launch(ctx, p, fattn_vec_pt_pick(p.D), FA_PT_W);
+        return;
+    }
     int W = 0, KB = 0;
     const fattn_vec_fn fn = kv_type == GGML_TYPE_F16 ? fattn_vec_pick_d<half>(p.D, n_q, w4, W, KB)
                                                      : fattn_vec_pick_d<float>(p.D, n_q, w4, W, KB);
