@@ -1396,7 +1396,7 @@ TEST_CASE("fused mat-vec group and gate/up+swiglu equal the separate kernels bit
 // launches up to the order of the K split's additions, and to the CPU; rows not a multiple of the 128-row blocks, so
 // a block past one weight's end must not spill into the next weight's rows.
 TEST_CASE("batched q/k/v and gate/up GEMMs in one wgmma launch equal the separate launches and the CPU") {
-    setenv("GGML_CUDA_MMW_GROUP", "64", 1); // grouped up to 64 columns (the default stops at 32)
+    setenv("GGML_CUDA_MMW_GROUP", "64", 1); // grouped up to 64 columns (the default; whatever the caller's env says)
     backends be;
     unsetenv("GGML_CUDA_MMW_GROUP");
     ggml_backend_t plain = cuda_init_no_fusion();

@@ -162,14 +162,15 @@ struct ggml_cuda_context {
     // ahead of mmq_stream_n; GGML_CUDA_MMQ_WG_N sets it (0: never)
     int mmq_wg_n = 64;
     bool mmw_ok = false;
-    // where mmw_ok: 2 ints per tile of the wgmma GEMM's K split (mmq-w.cuh: the first block to finish a tile stores
-    // it, the others add theirs; no memset of dst), zero between launches; nullptr with GGML_CUDA_MMW_TICK=0 (the
+    // where mmw_ok: 2 ints per tile of the wgmma GEMM's K split (mmq-w.cuh: the block with a tile's first ticket
+    // stores it, the others add theirs; no memset of dst), zero between launches; nullptr with GGML_CUDA_MMW_TICK=0 (the
     // memset + atomic adds of mmq_launch, an A/B)
     int * mmw_tick = nullptr;
     // q/k/v and gate/up of a batched step in one wgmma launch up to this many columns (GGML_CUDA_MMW_GROUP=n, 0:
-    // never). H200, Llama-2-7B q8_0 batched-bench: B = 8 1497 -> 1562-1565 t/s, B = 32 3986-4032 -> 4158-4185, but
-    // B = 64 4633-4735 -> 4531-4545 (its grouped grids run ~3-4 waves where the separate ones run one or two each)
-    int mmw_group_n = 32;
+    // never). H200, Llama-2-7B q8_0 batched-bench: B = 8 1497 -> 1562-1565 t/s, B = 32 3986-4032 -> 4158-4185; B = 64
+    // was slower grouped (4633-4735 -> 4531-4545) while a block's K range was bound by its staged activations, and
+    // is faster since they stream through a ring (twenty-seventh session: 4864 / 4902 -> 5098 / 5105)
+    int mmw_group_n = 64;
     // quantized weights times N <= mmv_max_n columns (<= MUL_MAT_VEC_MAX_N) through the mat-vec kernels, more through
     // the GEMM (H200, q8_0 4096 x 11008: mat-vec 40.7 us at N 8, the streamed GEMM 21.4 at N 9);
     // GGML_CUDA_MMV_MAX_N sets it (1..8). The mat-vec keeps N <= 8 when the GEMM is off or on int8

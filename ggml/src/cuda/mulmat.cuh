@@ -50,7 +50,7 @@ void ggml_cuda_mul_mat_group(ggml_cuda_context & ctx, ggml_tensor * const * mm, 
 // mm[0..n-1], n 2..3: MUL_MAT nodes with the same src1 of 2..64 columns (one batch) whose separate launches would
 // each run the wgmma GEMM (mmq-w.cuh), 2-D weights of one type and K in the kernel layout, f32 contiguous dsts (q, k,
 // v or gate, up of a batched decode step): one launch of ggml_cuda_mmw_group (fusion codes 15 / 16). Needs
-// ctx.mmw_tick, and at most ctx.mmw_group_n columns (32; GGML_CUDA_MMW_GROUP=n sets it, 0 turns it off).
+// ctx.mmw_tick, and at most ctx.mmw_group_n columns (64; GGML_CUDA_MMW_GROUP=n sets it, 0 turns it off).
 bool ggml_cuda_mul_mat_group_wg_ok(const ggml_cuda_context & ctx, const ggml_tensor * const * mm, int n);
 void ggml_cuda_mul_mat_group_wg(ggml_cuda_context & ctx, ggml_tensor * const * mm, int n);
 // The q/k/v group of a decode step and the attention inputs after it (fusion codes 13 / 14): n[0..2] MUL_MAT q, k, v
