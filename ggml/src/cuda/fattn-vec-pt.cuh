@@ -151,9 +151,13 @@ static __global__ void __launch_bounds__(FA_PT_W * 32) k_fattn_vec_pt(fa_params 
     fattn_vec_finish<W, 1, D>(p, s_acc, s_ml, hk, 0, 1, t);
 }
 
-// the instance for head size D (64, 128, 256), or nullptr
-static fattn_vec_fn fattn_vec_pt_pick(int D) {
-    switch (D) {
+// the instance for p (one query row per kv head; head size 64, 128 or 256; K and V rows and heads 16-byte aligned),
+// or nullptr where it does not take p
+static fattn_vec_fn fattn_vec_pt_pick(const fa_params & p) {
+    const bool aligned = p.ks.nb[1] % 16 == 0 && p.ks.nb[2] % 16 == 0 && p.vs.nb[1] % 16 == 0 && p.vs.nb[2] % 16 == 0 &&
+                         (uintptr_t)p.k % 16 == 0 && (uintptr_t)p.v % 16 == 0;
+    if (p.r != 1 || !aligned) return nullptr;
+    switch (p.D) {
         case 64:
             return k_fattn_vec_pt<64, 2>;
         case 128:

@@ -493,11 +493,12 @@ static void fattn_vec(ggml_cuda_context & ctx, fa_params & p, ggml_type kv_type)
     // one query row per kv head on an f16 cache: the keys across the lanes (fattn-vec-pt.cuh);
     // GGML_CUDA_FATTN_PT_LANES=0: the dims across the lanes (k_fattn_vec), as before the twenty-seventh session
     static const char * ptl = std::getenv("GGML_CUDA_FATTN_PT_LANES");
-    if (p.per_token && p.r == 1 && kv_type == GGML_TYPE_F16 && !(ptl && std::atoi(ptl) == 0) &&
-        fattn_vec_pt_pick(p.D) && p.ks.nb[1] % 16 == 0 && p.ks.nb[2] % 16 == 0 && p.vs.nb[1] % 16 == 0 &&
-        p.vs.nb[2] % 16 == 0 && (uintptr_t)p.k % 16 == 0 && (uintptr_t)p.v % 16 == 0) {
-        fattn_per_token_launch(ctx, p, fattn_vec_pt_pick(p.D), FA_PT_W);
-        return;
+    static const bool pt_lanes = !(ptl && std::atoi(ptl) == 0);
+    if (p.per_token && kv_type == GGML_TYPE_F16 && pt_lanes) {
+        if (const fattn_vec_fn fn = fattn_vec_pt_pick(p)) {
+            fattn_per_token_launch(ctx, p, fn, FA_PT_W);
+            return;
+        }
     }
     int W = 0, KB = 0;
     const fattn_vec_fn fn = kv_type == GGML_TYPE_F16 ? fattn_vec_pick_d<half>(p.D, n_q, w4, W, KB)
