@@ -1440,6 +1440,88 @@ TEST_CASE("batched q/k/v and gate/up GEMMs in one wgmma launch equal the separat
     ggml_backend_free(plain);
 }
 
+TEST_CASE("batched GEMM activations written in the wgmma order by the norm, SwiGLU and attention equal the reorder") {
+    // A batched decode step's GEMM reads its activation as f16 in its own order (mmw-order.cuh). The kernel producing
+    // it (rms_norm * w, add + rms_norm * w, SWIGLU, the per-token decode attention) writes that order beside its f32
+    // result (fusion codes 17-20); GGML_CUDA_MMW_REORDER=1 reorders it by a launch of its own instead. No K split in
+    // either backend (GGML_CUDA_MMQ_KS=1): the GEMM's sums are then added in one order, and the results equal bit for
+    // bit. K not a multiple of 128 (padding the producers do not write) keeps the reorder. Both backends run every
+    // graph eagerly (GGML_CUDA_DISABLE_GRAPHS), so that each run counts its launches (a replay counts none).
+    setenv("GGML_CUDA_MMQ_KS", "1", 1);
+    setenv("GGML_CUDA_DISABLE_GRAPHS", "1", 1);
+    backends be;
+    setenv("GGML_CUDA_MMW_REORDER", "1", 1);
+    ggml_backend_t sep = ggml_backend_cuda_init(0);
+    unsetenv("GGML_CUDA_MMW_REORDER");
+    unsetenv("GGML_CUDA_DISABLE_GRAPHS");
+    unsetenv("GGML_CUDA_MMQ_KS");
+    REQUIRE(sep != nullptr);
+    auto order_stats = [](ggml_backend_t b) {
+        std::pair<int, int> r;
+        ggml_backend_cuda_get_wgmma_order_stats(b, &r.first, &r.second);
+        return r;
+    };
+    enum kind { NORM, ADD_NORM, SWIGLU, ATTN };
+    int n_checked = 0;
+    for (ggml_type wt : {GGML_TYPE_Q8_0, GGML_TYPE_Q4_K}) {
+        for (int64_t N : {9, 33, 64}) {
+            for (kind kd : {NORM, ADD_NORM, SWIGLU, ATTN}) {
+                for (int64_t K : {2048, 2304 + 32}) {
+                    if (K % ggml_blck_size(wt) != 0 || (K % 128 != 0 && kd != ADD_NORM)) continue;
+                    const layer_fn build = [=](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
+                        if (kd == SWIGLU) { // gate, up [K, N] -> SWIGLU -> down
+                            ggml_tensor * x = leaf(cg, GGML_TYPE_F32, 256, N, 1, "x");
+                            ggml_tensor * g = ggml_mul_mat(cg, leaf(cw, wt, 256, K, 1, "wg"), x);
+                            ggml_tensor * u = ggml_mul_mat(cg, leaf(cw, wt, 256, K, 1, "wu"), x);
+                            ggml_tensor * y = ggml_swiglu_split(cg, g, u);
+                            return std::vector<ggml_tensor *>{ggml_mul_mat(cg, leaf(cw, wt, K, 200, 1, "wd"), y)};
+                        }
+                        if (kd == ATTN) { // N tokens of N sequences on a shared f16 cache, heads of 128, then wo
+                            const int64_t D = 128, H = K / D, n_kv = 700;
+                            ggml_tensor * q = ggml_permute(cg, leaf(cg, GGML_TYPE_F32, D, H, N, "q"), 0, 2, 1, 3);
+                            ggml_tensor * kc = leaf(cg, GGML_TYPE_F16, D * H, n_kv, 1, "kc");
+                            ggml_tensor * vc = leaf(cg, GGML_TYPE_F16, D * H, n_kv, 1, "vc");
+                            ggml_tensor * k = ggml_view_3d(cg, kc, D, n_kv, H, kc->nb[1], kc->nb[0] * D, 0);
+                            ggml_tensor * v = ggml_view_3d(cg, vc, D, n_kv, H, vc->nb[1], vc->nb[0] * D, 0);
+                            ggml_tensor * m = leaf(cg, GGML_TYPE_F16, n_kv, N, 1, "tokmask");
+                            ggml_tensor * fa = ggml_flash_attn_ext(cg, q, k, v, m, 1.0f / std::sqrt((float)D), -1);
+                            ggml_flash_attn_ext_set_seqs(fa, (int)N, true);
+                            ggml_tensor * x = ggml_reshape_2d(cg, fa, D * H, N);
+                            return std::vector<ggml_tensor *>{ggml_mul_mat(cg, leaf(cw, wt, K, 333, 1, "wo"), x)};
+                        }
+                        ggml_tensor * x = normed_input(cw, cg, K, N, kd == ADD_NORM);
+                        return std::vector<ggml_tensor *>{ggml_mul_mat(cg, leaf(cw, wt, K, 333, 1, "wq"), x),
+                                                          ggml_mul_mat(cg, leaf(cw, wt, K, 128, 1, "wk"), x),
+                                                          ggml_mul_mat(cg, leaf(cw, wt, K, 37, 1, "wv"), x)};
+                    };
+                    static const char * kinds[] = {"rms_norm*w", "add+rms_norm*w", "swiglu", "attention"};
+                    const std::string name = std::string(ggml_type_name(wt)) + " N" + std::to_string(N) + " K" +
+                                             std::to_string(K) + " " + kinds[kd];
+                    INFO(name);
+                    compare_layer(be, name, build, kd == ATTN ? 2e-4 : wtol(wt)); // (against the CPU)
+                    const auto f0 = order_stats(be.cuda), s0 = order_stats(sep);
+                    const int w0 = ggml_backend_cuda_get_wgmma_count(sep);
+                    const layer_result fused = run_layer(be.cuda, build, 7);
+                    const layer_result plain = run_layer(sep, build, 7);
+                    const auto f1 = order_stats(be.cuda), s1 = order_stats(sep);
+                    REQUIRE(fused.ok);
+                    REQUIRE(plain.ok);
+                    if (ggml_backend_cuda_get_wgmma_count(sep) == w0) continue; // no wgmma GEMM on this device
+                    CHECK(s1.first > s0.first); // the reorder launches
+                    CHECK(s1.second == s0.second);
+                    // each activation written in the order by its producer is one reorder launch fewer
+                    CHECK((s1.first - s0.first) - (f1.first - f0.first) == f1.second - f0.second);
+                    CHECK((f1.second > f0.second) == (K % 128 == 0));
+                    CHECK(fused.values == plain.values);
+                    ++n_checked;
+                }
+            }
+        }
+    }
+    MESSAGE("wgmma activation order cases checked: ", n_checked);
+    ggml_backend_free(sep);
+}
+
 TEST_CASE("fused gate/up mat-vecs + swiglu in one launch (q8_0, q4_0, q4_K, q5_K, f16)") {
     backends be;
     struct shape {

@@ -47,6 +47,10 @@ int ggml_backend_cuda_get_dq_ahead_count(ggml_backend_t backend);
 // graph (mmq-w.cuh: 33..64 columns by default, GGML_CUDA_MMQ_WG_N; 0 where the device or the build has no sm_90a
 // kernel).
 int ggml_backend_cuda_get_wgmma_count(ggml_backend_t backend);
+// How those GEMMs got their activations in the f16 order they read (mmw-order.cuh) since init: reorder launches of
+// their own (n_reorder), or written beside the f32 result by the norm / SwiGLU / attention kernel producing them
+// (n_fused, fusion codes 17-20). Either pointer may be nullptr.
+void ggml_backend_cuda_get_wgmma_order_stats(ggml_backend_t backend, int * n_reorder, int * n_fused);
 // Fused groups a CUDA backend has run since init (counted when launched eagerly or captured into a CUDA
 // graph, not per graph replay): adjacent mat-vecs sharing one activation (q/k/v), gate/up mat-vecs with
 // their SWIGLU, norms that also quantized their result for the q8_0 mat-vecs, and ropes that wrote straight

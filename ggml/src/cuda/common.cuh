@@ -171,6 +171,9 @@ struct ggml_cuda_context {
     // was slower grouped (4633-4735 -> 4531-4545) while a block's K range was bound by its staged activations, and
     // is faster since they stream through a ring (twenty-seventh session: 4864 / 4902 -> 5098 / 5105)
     int mmw_group_n = 64;
+    // the kernels producing a wgmma GEMM's activations (norms, SwiGLU, decode attention) also write them in its order
+    // (fusion codes 17-20, mmw-order.cuh); GGML_CUDA_MMW_REORDER=1: a reorder launch before each GEMM instead (A/B)
+    bool mmw_w16 = true;
     // quantized weights times N <= mmv_max_n columns (<= MUL_MAT_VEC_MAX_N) through the mat-vec kernels, more through
     // the GEMM (H200, q8_0 4096 x 11008: mat-vec 40.7 us at N 8, the streamed GEMM 21.4 at N 9);
     // GGML_CUDA_MMV_MAX_N sets it (1..8). The mat-vec keeps N <= 8 when the GEMM is off or on int8
@@ -193,6 +196,8 @@ struct ggml_cuda_context {
     ggml_cuda_dq_ahead * dq = nullptr;
     int n_dq_ahead = 0; // GEMMs that read a weight dequantized ahead
     int n_mmw = 0;      // GEMMs launched on wgmma (mmq-w.cuh), eagerly or into a captured graph
+    int n_mmw_order = 0; // their activations reordered by a launch of its own (ggml_cuda_mmw_order)
+    int n_fused_w16 = 0; // ... or written in that order by the kernel producing them (fusion codes 17-20)
 };
 
 // ---- programmatic dependent launch (PDL, sm_90+) ----

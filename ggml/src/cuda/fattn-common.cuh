@@ -4,6 +4,7 @@
 #pragma once
 #include "common.cuh"
 #include "fattn-range.cuh"
+#include "mmw-order.cuh"
 #include "quantize.cuh"
 
 struct fa_params {
@@ -18,6 +19,8 @@ struct fa_params {
     int8_t * q8s;   // decode kernel, optional: the output also quantized for the next mat-vec (quantize.cuh's
     float * q8d;    // split layout, rows = tokens of n_head * D values)
     int * q8sum;    // (its block sums)
+    half * xw;      // decode kernel, optional: the output also in the wgmma GEMM's f16 order (mmw-order.cuh) of the
+    int xw_nt;      // [n_head * D, T] rows, xw_nt columns (the batched wo GEMM after it)
     cuda_shape qs, ks, vs, ms, ds;
     int D, n_kv, n_tokens, n_head, r, n_split, kv_per_split, causal_n_past, mask_f16;
     float scale;
@@ -91,7 +94,7 @@ static __device__ __forceinline__ void merge_splits(const fa_params & p, const i
 }
 
 // output o of query j (of kv head hk), dim d; with p.q8s also quantized: called by all 32 lanes of a warp at
-// once for 32 consecutive d of one query (one q8 block: D % 32 == 0)
+// once for 32 consecutive d of one query (one q8 block: D % 32 == 0); with p.xw also in the wgmma GEMM's order
 static __device__ __forceinline__ void fattn_vec_store(const fa_params & p, int hk, int j, int d, float o) {
     const int t = j / p.r, h = hk * p.r + j % p.r;
     *(float *)((char *)p.dst + d * p.ds.nb[0] + h * p.ds.nb[1] + t * p.ds.nb[2]) = o;
@@ -99,6 +102,25 @@ static __device__ __forceinline__ void fattn_vec_store(const fa_params & p, int 
         const int64_t blk = ((int64_t)t * p.n_head * p.D + h * p.D + d) / 32; // block of the [n_head * D, T] rows
         q8s_quantize_block(o, d % 32, p.q8s + 32 * blk, p.q8d + blk, p.q8sum + blk);
     }
+    if (p.xw) mmw_put1(p.xw, p.xw_nt, p.n_tokens, t, (int64_t)h * p.D + d, o);
+}
+
+// What a decode kernel may write beside its f32 output (a contiguous dst, read as [D * n_head, T] rows): the output
+// quantized for the q8s mat-vec after it (q8s, q8d, q8sum), or in the wgmma GEMM's order (xw, xw_nt columns).
+struct fa_side {
+    int8_t * q8s = nullptr;
+    float * q8d = nullptr;
+    int * q8sum = nullptr;
+    half * xw = nullptr;
+    int xw_nt = 0;
+};
+
+static inline void fa_set_side(fa_params & p, const fa_side & s) {
+    p.q8s = s.q8s;
+    p.q8d = s.q8d;
+    p.q8sum = s.q8sum;
+    p.xw = s.xw;
+    p.xw_nt = s.xw_nt;
 }
 
 // whether token t's visible range is exact (its flag after the p.n_tokens ranges), so its decode reads no mask

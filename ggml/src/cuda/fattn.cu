@@ -647,30 +647,27 @@ static int fattn_dec_cfg() {
     return cfg;
 }
 
-// The tensor-core decode kernel (fattn-mma.cu) on f16 or (q8) q8_0 K/V; with q8s it also writes the output
-// quantized where it can (D % 32 == 0: fattn_vec_store quantizes 32 dims of one query per warp). Returns whether it
-// did.
-static bool fattn_mma_dec(ggml_cuda_context & ctx, fa_params & p, bool q8, int8_t * q8s, float * q8d, int * q8sum) {
+// The tensor-core decode kernel (fattn-mma.cu) on f16 or (q8) q8_0 K/V; with side.q8s it also writes the output
+// quantized where it can (D % 32 == 0: fattn_vec_store quantizes 32 dims of one query per warp), with side.xw in the
+// wgmma GEMM's order. Returns whether it wrote what side asks for.
+static bool fattn_mma_dec(ggml_cuda_context & ctx, fa_params & p, bool q8, const fa_side & side) {
     int W = 0, S = 0;
     size_t smem = 0;
     const fattn_vec_fn fn = ggml_cuda_fattn_mma_dec(p.D, q8, p.n_tokens * p.r, fattn_dec_cfg(), ctx.device, W, S, smem);
     static const bool no_lean =
         std::getenv("GGML_CUDA_FATTN_LEAN") && std::atoi(std::getenv("GGML_CUDA_FATTN_LEAN")) == 0;
     p.lean = !no_lean;
-    const bool wq = q8s && p.D % 32 == 0;
-    if (wq) {
-        p.q8s = q8s;
-        p.q8d = q8d;
-        p.q8sum = q8sum;
-    }
+    const bool wq = side.q8s ? p.D % 32 == 0 : side.xw != nullptr;
+    if (wq) fa_set_side(p, side);
     fattn_vec_launch(ctx, p, fn, W, S, smem);
     return wq;
 }
 
 // The float K/V paths (K and V of one type, f32 or f16): k and v are dst's sources or fattn_widen copies of them.
-// q8s/q8d: where the decode kernel also writes the output quantized (nullptr: not wanted); returns whether it did.
+// side: what the decode kernel may also write (fa_side; a contiguous dst); returns whether it did. The per-token
+// decode of a batch of sequences writes only the wgmma order (xw).
 static bool flash_attn_ext_f(ggml_cuda_context & ctx, ggml_tensor * dst, const ggml_tensor * k, const ggml_tensor * v,
-                             int8_t * q8s, float * q8d, int * q8sum) {
+                             const fa_side & side) {
     const ggml_tensor * q = dst->src[0];
     const ggml_tensor * mask = dst->src[3];
     GGML_ASSERT(k->type == v->type && (k->type == GGML_TYPE_F32 || k->type == GGML_TYPE_F16));
@@ -689,8 +686,10 @@ static bool flash_attn_ext_f(ggml_cuda_context & ctx, ggml_tensor * dst, const g
     const bool one_seq = !p.ranges; // no shared cache (taken before the decode range below): the prompt path may go wide
     fattn_decode_ranges(ctx, p);
     if (p.per_token && !no_vec && fattn_vec_ok(p, k, v)) {
+        const bool wx = side.xw && !side.q8s && ggml_is_contiguous(dst);
+        if (wx) fa_set_side(p, side);
         fattn_vec(ctx, p, k->type);
-        return false;
+        return wx;
     }
     p.per_token = 0;
     // decode of up to 16 query rows per kv head on f16 K/V: the tensor-core decode kernel (fattn-mma.cu) unless
@@ -700,7 +699,7 @@ static bool flash_attn_ext_f(ggml_cuda_context & ctx, ggml_tensor * dst, const g
     // 352-356 / 342-347 / 334-337 / 315-317 / 285-288 t/s against 336-338 / 326-327 / 314-316 / 295-297 / 272).
     const bool one_row = p.n_tokens * p.r == 1 && fattn_vec_ok(p, k, v);
     if (fattn_dec_cfg() != 0 && !no_vec && !one_row && ggml_cuda_fattn_mma_dec_ok(p, k, v, dst))
-        return fattn_mma_dec(ctx, p, false, q8s, q8d, q8sum);
+        return fattn_mma_dec(ctx, p, false, ggml_is_contiguous(dst) ? side : fa_side{});
     if (n_q > 8 && !no_vec && !use_gemm && ggml_cuda_fattn_mma_ok(p.D, k, v, dst)) {
         fattn_mma_params mp = {p.q,        p.k,     p.v, p.mask, p.dst,      p.qs,     p.ks, p.vs,
                                p.ms,       p.ds,    p.D, p.n_kv, p.n_tokens, p.n_head, p.r,  p.causal_n_past,
@@ -723,13 +722,10 @@ static bool flash_attn_ext_f(ggml_cuda_context & ctx, ggml_tensor * dst, const g
         return false;
     }
     if (fattn_vec_ok(p, k, v) && !no_vec) {
-        if (q8s && ggml_is_contiguous(dst)) {
-            p.q8s = q8s;
-            p.q8d = q8d;
-            p.q8sum = q8sum;
-        }
+        const bool ws = (side.q8s || side.xw) && ggml_is_contiguous(dst);
+        if (ws) fa_set_side(p, side);
         fattn_vec(ctx, p, k->type);
-        return p.q8s != nullptr;
+        return ws;
     }
     const int gx = (int)cuda_ceil_div(n_q, FA_WARPS);
     // split the KV range when the grid alone would not fill the GPU (decode)
@@ -765,14 +761,14 @@ static bool flash_attn_ext_f(ggml_cuda_context & ctx, ggml_tensor * dst, const g
     return false;
 }
 
-// q8s/q8d: where the decode kernel also writes the output quantized (nullptr: not wanted); returns whether it did
-static bool flash_attn_ext(ggml_cuda_context & ctx, ggml_tensor * dst, int8_t * q8s, float * q8d, int * q8sum) {
+// side: what the decode kernel may also write (fa_side); returns whether it did
+static bool flash_attn_ext(ggml_cuda_context & ctx, ggml_tensor * dst, const fa_side & side) {
     const ggml_tensor * q = dst->src[0];
     const ggml_tensor * k = dst->src[1];
     const ggml_tensor * v = dst->src[2];
     GGML_ASSERT(q->type == GGML_TYPE_F32 && q->ne[0] <= FATTN_MAX_D && q->ne[3] == 1);
     if (!ggml_cuda_is_kvq(k->type) && !ggml_cuda_is_kvq(v->type))
-        return flash_attn_ext_f(ctx, dst, k, v, q8s, q8d, q8sum);
+        return flash_attn_ext_f(ctx, dst, k, v, side);
     // a q8_0 / q4_0 cache: decode reads it in place; prompts (and shapes the decode kernel lacks) read an f16 copy of
     // the K/V views (the tensor-core kernel then runs as for an f16 cache)
     static const bool no_vec = std::getenv("GGML_CUDA_FATTN_NO_VEC") != nullptr;
@@ -788,8 +784,10 @@ static bool flash_attn_ext(ggml_cuda_context & ctx, ggml_tensor * dst, int8_t * 
         fattn_vecq_ok(p, k, v, p.r)) {
         p.ranges = ggml_cuda_mask_ranges(ctx, p.mask, p.ms.nb[1], p.mask_f16, p.n_kv, p.n_tokens);
         p.per_token = 1;
+        const bool wx = side.xw && !side.q8s && ggml_is_contiguous(dst);
+        if (wx) fa_set_side(p, side);
         fattn_vecq(ctx, p, k->type, v->type);
-        return false;
+        return wx;
     }
     fattn_decode_ranges(ctx, p);
     // a q8_0 K and V with 2-16 query rows per kv head (GQA decode): the tensor-core decode kernel on the staged raw
@@ -799,35 +797,51 @@ static bool flash_attn_ext(ggml_cuda_context & ctx, ggml_tensor * dst, int8_t * 
     const bool one_row = p.n_tokens * p.r == 1;
     if (!no_vec && !one_row && fattn_dec_cfg() != 0 && k->type == GGML_TYPE_Q8_0 && v->type == GGML_TYPE_Q8_0 &&
         ggml_cuda_fattn_mma_dec_ok(p, k, v, dst))
-        return fattn_mma_dec(ctx, p, true, ggml_is_contiguous(dst) ? q8s : nullptr, q8d, q8sum);
+        return fattn_mma_dec(ctx, p, true, ggml_is_contiguous(dst) ? side : fa_side{});
     if (!no_vec && fattn_vecq_ok(p, k, v, p.n_tokens * p.r)) {
-        if (q8s && ggml_is_contiguous(dst)) {
-            p.q8s = q8s;
-            p.q8d = q8d;
-            p.q8sum = q8sum;
-        }
+        const bool ws = (side.q8s || side.xw) && ggml_is_contiguous(dst);
+        if (ws) fa_set_side(p, side);
         fattn_vecq(ctx, p, k->type, v->type);
-        return p.q8s != nullptr;
+        return ws;
     }
     const ggml_type other_f32 = k->type == GGML_TYPE_F32 || v->type == GGML_TYPE_F32 ? GGML_TYPE_F32 : GGML_TYPE_F16;
     const size_t mark = ctx.pool.mark();
     ggml_tensor kw = *k, vw = *v;
     if (ggml_cuda_is_kvq(kw.type)) fattn_widen(ctx, &kw, other_f32);
     if (ggml_cuda_is_kvq(vw.type)) fattn_widen(ctx, &vw, other_f32);
-    const bool wrote_q8 = flash_attn_ext_f(ctx, dst, &kw, &vw, q8s, q8d, q8sum);
+    const bool wrote = flash_attn_ext_f(ctx, dst, &kw, &vw, side);
     ctx.pool.rewind(mark); // the copies (and the kernels' scratch) are read only by the kernels just launched
-    return wrote_q8;
+    return wrote;
 }
 
-GGML_CUDA_OP(flash_attn_ext) { flash_attn_ext(ctx, dst, nullptr, nullptr, nullptr); }
+GGML_CUDA_OP(flash_attn_ext) { flash_attn_ext(ctx, dst, fa_side{}); }
 
 void * ggml_cuda_op_flash_attn_ext_q8(ggml_cuda_context & ctx, ggml_tensor * dst) {
     const int64_t n = dst->ne[0] * dst->ne[1], rows = dst->ne[2] * dst->ne[3]; // [D * n_head, n_tokens] rows
     if (n % 32 != 0) {
-        flash_attn_ext(ctx, dst, nullptr, nullptr, nullptr);
+        flash_attn_ext(ctx, dst, fa_side{});
         return nullptr;
     }
     void * q = ctx.pool.alloc(ggml_cuda_q8s_size(rows, n));
     const q8s_view v = q8s_view_of(q, rows, n);
-    return flash_attn_ext(ctx, dst, v.qs, v.d, v.s) ? q : nullptr;
+    fa_side side;
+    side.q8s = v.qs;
+    side.q8d = v.d;
+    side.q8sum = v.s;
+    return flash_attn_ext(ctx, dst, side) ? q : nullptr;
+}
+
+half * ggml_cuda_op_flash_attn_ext_w16(ggml_cuda_context & ctx, ggml_tensor * dst, const ggml_tensor * rows) {
+    GGML_ASSERT(rows->data == dst->data && ggml_nelements(rows) == ggml_nelements(dst));
+    if (!ggml_cuda_mmw_order_ok(rows) || !ggml_is_contiguous(dst) || rows->ne[1] != dst->ne[2] * dst->ne[3]) {
+        flash_attn_ext(ctx, dst, fa_side{});
+        return nullptr;
+    }
+    const size_t mark = ctx.pool.mark();
+    fa_side side;
+    side.xw = ggml_cuda_mmw_order_alloc(ctx, rows);
+    side.xw_nt = (int)ggml_cuda_mmw_nt(rows->ne[1]);
+    if (flash_attn_ext(ctx, dst, side)) return side.xw;
+    ctx.pool.rewind(mark);
+    return nullptr;
 }

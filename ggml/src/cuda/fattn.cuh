@@ -19,3 +19,7 @@ GGML_CUDA_OP(flash_attn_ext);
 // mat-vec that reads it as [D * n_head, n_tokens] rows (quantize.cuh's split layout, pool memory); nullptr when
 // not (the output is then only written as f32).
 void * ggml_cuda_op_flash_attn_ext_q8(ggml_cuda_context & ctx, ggml_tensor * dst);
+// The same, and where a decode kernel runs (contiguous dst) also its output in the small-N wgmma GEMM's f16 order
+// (mmw-order.cuh) of rows (dst's reshape to [D * n_head, n_tokens], the batched wo GEMM's activation), in pool
+// memory, returned; nullptr when not (only the f32 output then).
+half * ggml_cuda_op_flash_attn_ext_w16(ggml_cuda_context & ctx, ggml_tensor * dst, const ggml_tensor * rows);

@@ -270,6 +270,10 @@ static std::string profile_label(const ggml_cuda_context & ctx, const ggml_tenso
         case 16:
             return std::string("MUL_MAT ") + ggml_type_name(t->src[0]->type) + " gemm n<=64 x" +
                    (fused == 15 ? "2" : "3");
+        case 17: return "RMS_NORM+MUL+W16";
+        case 18: return "ADD+RMS_NORM+MUL+W16";
+        case 19: return "SWIGLU+W16";
+        case 20: return "FLASH_ATTN_EXT+W16";
         default: break;
     }
     std::string l = ggml_op_name(t->op);
@@ -451,6 +455,10 @@ static void run_node(ggml_cuda_context & ctx, ggml_tensor * t) {
 //      The rope launch between the q/k/v mat-vecs and the attention of a decode step goes away.
 //   15 / 16: nodes i..i+1 / i..i+2 are MUL_MATs of one activation of 2..64 columns that would each run the wgmma
 //      GEMM (q, k, v or gate, up of a batched decode step): one launch (ggml_cuda_mul_mat_group_wg).
+//   17 / 18: as 1 / 2, 19: a SWIGLU alone, 20: as 11 (FLASH_ATTN_EXT and its reshape to rows): the result (the MUL,
+//      the SWIGLU, the reshape) is also written in the wgmma GEMM's f16 order (mmw-order.cuh) into ctx.wcache, where
+//      a MUL_MAT reading it runs that GEMM (a batched decode step's q/k/v, wo, gate/up, ffn_down, output): the
+//      reorder launch before each of those GEMMs goes away. The f32 result is written as well.
 // Only adjacent nodes are fused: computing node i+1 / i+2 at node i's place is then safe (their inputs are
 // ready, and the allocator cannot have handed their outputs memory that node i still reads). One exception,
 // checked by ggml_cuda_mul_mat_swiglu_ok: SWIGLU's output may lie over the activation once gate/up were its
@@ -462,7 +470,8 @@ static int fused_span(int code) {
     if (code == 10) return 6;
     if (code == 11) return 2;
     if (code == 12) return 4;
-    return code == 2 || code == 4 || code == 5 || code == 7 || code == 8 || code == 16 ? 3 : code ? 2 : 1;
+    if (code == 19) return 1;
+    return code == 2 || code == 4 || code == 5 || code == 7 || code == 8 || code == 16 || code == 18 ? 3 : code ? 2 : 1;
 }
 
 // f(t) for every tensor node u reads: its sources, what they view, and what u itself views
@@ -742,6 +751,39 @@ static void plan_mmv_norm_fusions(const ggml_cuda_context & ctx, ggml_cgraph * g
         }
 }
 
+// codes 1 / 2 -> 17 / 18, a SWIGLU -> 19, an attention and its reshape -> 20 where a MUL_MAT reading the result runs
+// the wgmma GEMM (ggml_cuda_mul_mat_reads_mmw): other readers read the f32 result, written as before
+static void plan_mmw_order_fusions(const ggml_cuda_context & ctx, ggml_cgraph * gf, std::vector<uint8_t> & fused) {
+    if (!ctx.mmw_ok || !ctx.mmw_w16) return;
+    const int n = gf->n_nodes;
+    std::map<const ggml_tensor *, std::pair<int, int>> cand; // result -> the group's first node, its new code
+    for (int i = 0; i < n; ++i) {
+        ggml_tensor * t = gf->nodes[i];
+        const ggml_tensor * r = nullptr;
+        int code = 0;
+        if (fused[i] == 1 || fused[i] == 2) {
+            r = gf->nodes[i + fused_span(fused[i]) - 1];
+            code = fused[i] == 1 ? 17 : 18;
+        } else if (!fused[i] && t->op == GGML_OP_SWIGLU) {
+            r = t;
+            code = 19;
+        } else if (!fused[i] && t->op == GGML_OP_FLASH_ATTN_EXT && t->type == GGML_TYPE_F32 && i + 1 < n &&
+                   !fused[i + 1]) {
+            r = gf->nodes[i + 1];
+            if (!ggml_is_view_op(r->op) || r->view_src != t || r->data != t->data) r = nullptr;
+            code = 20;
+        }
+        if (r && ggml_cuda_mmw_order_ok(r)) cand[r] = {i, code};
+    }
+    if (cand.empty()) return;
+    for (int j = 0; j < n; ++j) {
+        const ggml_tensor * u = gf->nodes[j];
+        if (!ggml_cuda_mul_mat_reads_mmw(ctx, u)) continue;
+        const auto it = cand.find(u->src[1]);
+        if (it != cand.end() && it->second.first < j) fused[it->second.first] = (uint8_t)it->second.second;
+    }
+}
+
 static void plan_fusions(const ggml_cuda_context & ctx, ggml_cgraph * gf, std::vector<uint8_t> & fused) {
     fused.assign(gf->n_nodes, 0);
     if (!ctx.use_fusion) return;
@@ -757,6 +799,7 @@ static void plan_fusions(const ggml_cuda_context & ctx, ggml_cgraph * gf, std::v
             fused[i] = 0;
     plan_fattn_q8_fusions(ctx, gf, fused);
     if (ctx.use_mmv_norm) plan_mmv_norm_fusions(ctx, gf, fused);
+    plan_mmw_order_fusions(ctx, gf, fused);
 }
 
 // node i (with its fused followers); returns the number of nodes done
@@ -765,6 +808,7 @@ static int run_fused(ggml_cuda_context & ctx, ggml_cgraph * gf, int i, int fused
     ggml_tensor ** nodes = gf->nodes + i;
     const int n = fused_span(fused);
     void * q8 = nullptr;         // codes 6/7/11/12: the last node's result quantized
+    half * xw = nullptr;         // codes 17-20: the last node's result in the wgmma GEMM's order
     const float * nsq = nullptr; // code 12: its deferred norm
     switch (fused) {
         case 1: ggml_cuda_op_rms_norm_mul(ctx, t, nodes[1]); break;
@@ -791,6 +835,10 @@ static int run_fused(ggml_cuda_context & ctx, ggml_cgraph * gf, int i, int fused
             break;
         case 6: q8 = ggml_cuda_op_rms_norm_mul_q8(ctx, t, nodes[1]); break;
         case 7: q8 = ggml_cuda_op_add_rms_norm_mul_q8(ctx, t, nodes[1], nodes[2]); break;
+        case 17: xw = ggml_cuda_op_rms_norm_mul_w16(ctx, t, nodes[1]); break;
+        case 18: xw = ggml_cuda_op_add_rms_norm_mul_w16(ctx, t, nodes[1], nodes[2]); break;
+        case 19: xw = ggml_cuda_op_swiglu_w16(ctx, t); break;
+        case 20: xw = ggml_cuda_op_flash_attn_ext_w16(ctx, t, nodes[1]); break;
         case 8:
             ggml_cuda_op_rope_set_rows(ctx, t, nodes[2]);
             ++ctx.n_fused_rope_store;
@@ -812,12 +860,16 @@ static int run_fused(ggml_cuda_context & ctx, ggml_cgraph * gf, int i, int fused
         ggml_cuda_qcache_set(ctx, nodes[n - 1], q8, nsq, nsq ? ggml_get_op_params_f32(nodes[2], 0) : 0.0f);
         if (fused == 6 || fused == 7) ++ctx.n_fused_norm_q8;
     }
+    if (xw) {
+        ggml_cuda_wcache_set(ctx, nodes[n - 1], xw);
+        ++ctx.n_fused_w16;
+    }
     return n;
 }
 
 // the GGML_CUDA_TWICE class of node t (fusion code f): bit 0 norm, 1 rope + KV store, 2 attention, 3 mat-mul
 static unsigned twice_class(const ggml_tensor * t, int f) {
-    if (f == 1 || f == 2 || f == 6 || f == 7 || t->op == GGML_OP_RMS_NORM) return 1u;
+    if (f == 1 || f == 2 || f == 6 || f == 7 || f == 17 || f == 18 || t->op == GGML_OP_RMS_NORM) return 1u;
     if (f == 8 || f == 9 || f == 10 || t->op == GGML_OP_ROPE || t->op == GGML_OP_SET_ROWS) return 2u;
     if (f == 11 || t->op == GGML_OP_FLASH_ATTN_EXT) return 4u;
     if (f == 3 || f == 4 || f == 5 || f == 12 || f == 13 || f == 14 || f == 15 || f == 16 || t->op == GGML_OP_MUL_MAT)
@@ -1370,6 +1422,7 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
     if (const char * wn = std::getenv("GGML_CUDA_MMQ_WG_N")) ctx->mmq_wg_n = std::max(0, std::min(64, atoi(wn)));
     ctx->mmw_ok = ctx->mmq_wg_n > 0 && ggml_cuda_mmw_ok(device);
     if (const char * mg = std::getenv("GGML_CUDA_MMW_GROUP")) ctx->mmw_group_n = std::max(0, atoi(mg));
+    ctx->mmw_w16 = std::getenv("GGML_CUDA_MMW_REORDER") == nullptr;
     const char * tk = std::getenv("GGML_CUDA_MMW_TICK");
     if (ctx->mmw_ok && !(tk && atoi(tk) == 0)) {
         CUDA_CHECK(cudaMalloc(&ctx->mmw_tick, sizeof(int) * 2 * GGML_CUDA_MMW_TILES));
@@ -1422,6 +1475,13 @@ int ggml_backend_cuda_get_dq_ahead_count(ggml_backend_t backend) {
 int ggml_backend_cuda_get_wgmma_count(ggml_backend_t backend) {
     GGML_ASSERT(ggml_backend_is_cuda(backend));
     return ((const ggml_cuda_context *)backend->context)->n_mmw;
+}
+
+void ggml_backend_cuda_get_wgmma_order_stats(ggml_backend_t backend, int * n_reorder, int * n_fused) {
+    GGML_ASSERT(ggml_backend_is_cuda(backend));
+    const ggml_cuda_context * ctx = (const ggml_cuda_context *)backend->context;
+    if (n_reorder) *n_reorder = ctx->n_mmw_order;
+    if (n_fused) *n_fused = ctx->n_fused_w16;
 }
 
 void ggml_backend_cuda_get_graph_stats(ggml_backend_t backend, int * n_replay, int * n_update, int * n_instantiate) {

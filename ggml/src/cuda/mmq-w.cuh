@@ -15,8 +15,9 @@
 // A block of 2 warpgroups (8 warps) owns MMW_BM (128) weight rows and a K range of kr values (the K split):
 //   - it streams its activation slice (NT columns x kr values, f16) through a ring of MMW_STAGES chunk slots in
 //     shared memory, 16-byte cp.async of one contiguous range per chunk, MMW_STAGES - 1 chunks ahead, one barrier a
-//     chunk: mulmat.cu converts the activations once per step (ggml_cuda_mmw_order, mmqw.cu; cached for
-//     the GEMMs that share them) into the order wgmma reads, the K-major canonical layout without swizzle: per k16
+//     chunk: the kernel producing the activations writes them in the order wgmma reads (a norm, the SwiGLU, the
+//     decode attention: mmw-order.cuh), else mulmat.cu converts them (ggml_cuda_mmw_order, mmqw.cu; cached for
+//     the GEMMs that share them): the K-major canonical layout without swizzle: per k16
 //     step, NT / 8 column groups x 2 k halves of 8 x 8 "core matrices" of 128 contiguous bytes (core (group, half)
 //     at 256 group + 128 half bytes of the step's tile), zero past N and K (K padded to a multiple of MMW_KC);
 //   - warp w owns rows 16w .. 16w + 15 of the block (warp w % 4 of its warpgroup's m64 tile); per chunk of 128 values

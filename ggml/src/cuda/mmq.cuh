@@ -4,6 +4,7 @@
 //   if (const ggml_cuda_mmq_fns * f = ggml_cuda_mmq(a->type)) f->s8(ctx, a, a->data, true, bq, b, dst);
 #pragma once
 #include "common.cuh"
+#include "mmw-order.cuh"
 
 // w: a's data in the kernel layout (a->data, or a repacked copy: then early = false, as the kernel before wrote it)
 typedef void (*ggml_cuda_mmq_fn)(ggml_cuda_context & ctx, const ggml_tensor * a, const void * w, bool early,
@@ -30,7 +31,5 @@ typedef void (*ggml_cuda_mmw_group_fn)(ggml_cuda_context & ctx, const ggml_tenso
 ggml_cuda_mmw_group_fn ggml_cuda_mmw_group(ggml_type type);
 bool ggml_cuda_mmw_ok(int device);
 // b (f32 [K, N, B2, B3], any strides, N <= 64) for the wgmma GEMM: f16 [mmw_kpad(K), mmw_nt(N), B2, B3] at dst, in the
-// order its blocks copy into shared memory (mmq-w.cuh), zero past K and N
-static inline int64_t ggml_cuda_mmw_kpad(int64_t K) { return (K + 127) / 128 * 128; }
-static inline int64_t ggml_cuda_mmw_nt(int64_t N) { return N <= 32 ? 32 : 64; }
+// order its blocks copy into shared memory (mmw-order.cuh), zero past K and N
 void ggml_cuda_mmw_order(ggml_cuda_context & ctx, const ggml_tensor * b, half * dst);

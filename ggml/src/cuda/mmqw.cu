@@ -52,10 +52,8 @@ mmw_fns mmw_fns_of(ggml_type type) {
 ggml_cuda_mmqh_fn ggml_cuda_mmw(ggml_type type) { return mmw_fns_of(type).one; }
 ggml_cuda_mmw_group_fn ggml_cuda_mmw_group(ggml_type type) { return mmw_fns_of(type).group; }
 
-// Thread (column n < nt, values 8j .. 8j + 7 of K padded to Kp) of batch bz: in chunk c = 8j / 128 they are values
-// 8p .. 8p + 7 of 32-value unit u (mmq-w.cuh: lane t's unit is u = t), i.e. k16 steps 2p and 2p + 1 of the chunk:
-// in step s, values 4s, 4s + 1 of unit u are logical k 2u, 2u + 1 (core matrix half 0) and 4s + 2, 4s + 3 are
-// 2u + 8, 2u + 9 (half 1). Step tiles of nt x 16 halves, core (n / 8, half) 128 + 64 half halves into it, row n % 8.
+// Thread (column n < nt, values 8j .. 8j + 7 of K padded to Kp) of batch bz: the order of mmw-order.cuh, zero past N
+// and K
 static __global__ void k_mmw_order(const char * __restrict__ b, half * __restrict__ dst, int K, int N, int64_t Kp,
                                    int nt, cuda_shape bs, int64_t B2, int64_t total) {
     pdl_start();
@@ -63,18 +61,15 @@ static __global__ void k_mmw_order(const char * __restrict__ b, half * __restric
     if (idx >= total) return;
     const int n = (int)(idx % nt);
     const int64_t j = (idx / nt) % (Kp / 8), bz = idx / nt / (Kp / 8);
-    const int k = (int)(8 * j), c = k / 128, u = (k % 128) / 32, p = (k % 32) / 8;
+    const int k = (int)(8 * j);
     const char * src = b + n * bs.nb[1] + (bz % B2) * bs.nb[2] + (bz / B2) * bs.nb[3];
     float v[8];
 #pragma unroll
     for (int e = 0; e < 8; ++e)
         v[e] = n < N && k + e < K ? *(const float *)(src + (int64_t)(k + e) * bs.nb[0]) : 0.0f;
-    half2 * t0 = (half2 *)(dst + bz * Kp * nt + (int64_t)(8 * c + 2 * p) * nt * 16 + 128 * (n / 8) + 8 * (n % 8) + 2 * u);
-    half2 * t1 = t0 + nt * 8; // step 2p + 1
-    t0[0] = __floats2half2_rn(v[0], v[1]);
-    t0[32] = __floats2half2_rn(v[2], v[3]);
-    t1[0] = __floats2half2_rn(v[4], v[5]);
-    t1[32] = __floats2half2_rn(v[6], v[7]);
+#pragma unroll
+    for (int e = 0; e < 8; e += 2)
+        mmw_put2(dst + bz * Kp * nt, nt, nt, n, k + e, v[e], v[e + 1]);
 }
 
 void ggml_cuda_mmw_order(ggml_cuda_context & ctx, const ggml_tensor * b, half * dst) {
@@ -82,6 +77,7 @@ void ggml_cuda_mmw_order(ggml_cuda_context & ctx, const ggml_tensor * b, half * 
     const int64_t Kp = ggml_cuda_mmw_kpad(b->ne[0]), nt = ggml_cuda_mmw_nt(b->ne[1]);
     const int64_t total = nt * (Kp / 8) * b->ne[2] * b->ne[3];
     if (total == 0) return;
+    ++ctx.n_mmw_order;
     ggml_cuda_launch(ctx, k_mmw_order, dim3((unsigned)cuda_ceil_div(total, 256)), dim3(256), 0, (const char *)b->data,
                      dst, (int)b->ne[0], (int)b->ne[1], Kp, (int)nt, cuda_shape_of(b), b->ne[2], total);
 }

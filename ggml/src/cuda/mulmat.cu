@@ -253,6 +253,18 @@ bool ggml_cuda_mul_mat_dequant_f16(const ggml_cuda_context & ctx, const ggml_ten
     return N > ggml_cuda_mmv_max_n(ctx) && !mmq_of(ctx, a, N);
 }
 
+bool ggml_cuda_mul_mat_reads_mmw(const ggml_cuda_context & ctx, const ggml_tensor * mm) {
+    if (mm->op != GGML_OP_MUL_MAT || !mm->src[0] || !mm->src[1]) return false;
+    const ggml_tensor * a = mm->src[0], * b = mm->src[1];
+    const int64_t N = b->ne[1];
+    if (b->type != GGML_TYPE_F32 || !q8s_weight(a) || (!ggml_cuda_q8_repacked(a) && !ggml_is_contiguous(a)))
+        return false;
+    // as GGML_CUDA_OP(mul_mat) -> mul_mat_mmq decide
+    return mmq_of(ctx, a, N) && !ctx.mmq_int8 && ctx.mmw_ok && N <= ctx.mmq_wg_n && ggml_cuda_mmw(a->type);
+}
+
+void ggml_cuda_wcache_set(ggml_cuda_context & ctx, const ggml_tensor * b, half * xw) { cache_set(ctx.wcache, b, xw); }
+
 // a's data in the kernel layout: a->data (early: a kernel may read it before pdl_wait), or, for a weight in ggml's
 // layout (outside a weights buffer, a view), a copy repacked into scratch for this launch (given back at the
 // caller's rewind; early false, as the repack kernel wrote it)

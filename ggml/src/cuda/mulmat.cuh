@@ -38,6 +38,11 @@ void ggml_cuda_qcache_set(ggml_cuda_context & ctx, const ggml_tensor * b, void *
 bool ggml_cuda_mul_mat_reads_q8s(const ggml_cuda_context & ctx, const ggml_tensor * mm);
 // ... through the kernels of mmvq-t.cuh with one activation column: they also apply a deferred norm
 bool ggml_cuda_mul_mat_reads_q8s_norm(const ggml_cuda_context & ctx, const ggml_tensor * mm);
+// Whether the MUL_MAT node mm runs the small-N wgmma GEMM (mmq-w.cuh), which reads its activation in its own f16
+// order through ctx.wcache: the fused norm / SwiGLU / attention kernels may then write that order for it
+// (ggml_cuda_wcache_set with their result, which mm reads as src1, two-dimensional).
+bool ggml_cuda_mul_mat_reads_mmw(const ggml_cuda_context & ctx, const ggml_tensor * mm);
+void ggml_cuda_wcache_set(ggml_cuda_context & ctx, const ggml_tensor * b, half * xw);
 
 // ---- fused decode mat-vecs (plan_fusions / run_fused in ggml-cuda.cu) ----------------------------
 // mm[0..n-1], n 2..MMV_GROUP_MAX: MUL_MAT nodes with the same src1 (pointer-equal: one f32 column [K]),

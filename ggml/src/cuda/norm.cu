@@ -1,13 +1,15 @@
 // norm.cu - see norm.cuh. One block per row; warp shuffles then a shared-memory pass.
+#include "mmw-order.cuh"
 #include "norm.cuh"
 #include "quantize.cuh"
 
 // y = x / sqrt(mean(x^2) + eps) [* w] ; w (f32) repeats over x like ggml_mul's b
 // Q8 (T = float, ne0 % 32 == 0, blockDim % 32 == 0): y also quantized to the split q8 layout (quantize.cuh):
 // qs [nrows * ne0] int8, qd [nrows * ne0/32] f32, row = blockIdx.x; a warp's 32 consecutive values are one block.
-template <typename T, bool HAS_W, bool Q8 = false>
+// W16 (T = float, rows = the wgmma GEMM's N columns, one batch): y also in the GEMM's f16 order at xw (mmw-order.cuh).
+template <typename T, bool HAS_W, bool Q8 = false, bool W16 = false>
 static __global__ void k_rms_norm(const char * x, const char * w, char * y, cuda_shape xs, cuda_shape ws, cuda_shape ys,
-                                  float eps, int8_t * qs, float * qd, int * qsum) {
+                                  float eps, int8_t * qs, float * qd, int * qsum, half * xw, int nt) {
     __shared__ float s_tmp[32];
     pdl_start();
     int64_t i1, i2, i3;
@@ -32,6 +34,7 @@ static __global__ void k_rms_norm(const char * x, const char * w, char * y, cuda
             const int64_t blk = (int64_t)blockIdx.x * (n / 32) + i / 32;
             q8s_quantize_block(v, (int)(i % 32), qs + 32 * blk, qd + blk, qsum + blk);
         }
+        if (W16) mmw_put1(xw, nt, (int)gridDim.x, (int)blockIdx.x, i, v);
     }
 }
 
@@ -45,7 +48,7 @@ static void rms_norm(ggml_cuda_context & ctx, const ggml_tensor * x, const ggml_
     const char * wp = w ? (const char *)w->data : nullptr;
 #define RMS_NORM(T, W)                                                                                                 \
     ggml_cuda_launch(ctx, k_rms_norm<T, W>, dim3((unsigned)rows), dim3(bs), 0, xp, wp, (char *)y->data, xs, ws, ys,     \
-                     eps, nullptr, nullptr, nullptr)
+                     eps, nullptr, nullptr, nullptr, nullptr, 0)
     if (x->type == GGML_TYPE_F32) {
         if (w)
             RMS_NORM(float, true);
@@ -84,8 +87,25 @@ void * ggml_cuda_op_rms_norm_mul_q8(ggml_cuda_context & ctx, ggml_tensor * norm,
     const int bs = n >= 1024 ? 1024 : n >= 256 ? 256 : 32; // as rms_norm(): multiples of 32
     ggml_cuda_launch(ctx, k_rms_norm<float, true, true>, dim3((unsigned)rows), dim3(bs), 0, (const char *)x->data,
                      (const char *)w->data, (char *)mul->data, cuda_shape_of(x), cuda_shape_of(w), cuda_shape_of(mul),
-                     ggml_get_op_params_f32(norm, 0), v.qs, v.d, v.s);
+                     ggml_get_op_params_f32(norm, 0), v.qs, v.d, v.s, nullptr, 0);
     return q;
+}
+
+half * ggml_cuda_op_rms_norm_mul_w16(ggml_cuda_context & ctx, ggml_tensor * norm, ggml_tensor * mul) {
+    const ggml_tensor * x = norm->src[0], * w = mul->src[1];
+    if (!(x->type == GGML_TYPE_F32 && ggml_cuda_mmw_order_ok(mul))) {
+        ggml_cuda_op_rms_norm_mul(ctx, norm, mul);
+        return nullptr;
+    }
+    GGML_ASSERT(mul->src[0] == norm && w->type == GGML_TYPE_F32);
+    half * xw = ggml_cuda_mmw_order_alloc(ctx, mul);
+    const int64_t n = x->ne[0], rows = ggml_nrows(x);
+    const int bs = n >= 1024 ? 1024 : n >= 256 ? 256 : 32;
+    ggml_cuda_launch(ctx, k_rms_norm<float, true, false, true>, dim3((unsigned)rows), dim3(bs), 0,
+                     (const char *)x->data, (const char *)w->data, (char *)mul->data, cuda_shape_of(x),
+                     cuda_shape_of(w), cuda_shape_of(mul), ggml_get_op_params_f32(norm, 0), nullptr, nullptr, nullptr,
+                     xw, (int)ggml_cuda_mmw_nt(rows));
+    return xw;
 }
 
 // s = x + y (written: the residual stream has other users); out = s / rms(s) * w. f32, contiguous
@@ -110,10 +130,12 @@ static __global__ void k_add_rms_norm_mul(const float * x, const float * y, floa
 // the same with float4 loads held in registers (n % 4 == 0, n/4 <= 4 * blockDim): every load of the
 // row is issued before the one reduction. Q8 (n % 32 == 0): out also quantized to the split q8 layout
 // (quantize.cuh): qs [rows * n] int8, qd [rows * n/32] f32; blockDim % 32 == 0, so float4 i of lane l has
-// i % 32 == l and the 8 lanes 8j..8j+7 hold one 32-value block (i / 8).
-template <bool Q8>
+// i % 32 == l and the 8 lanes 8j..8j+7 hold one 32-value block (i / 8). W16 (rows = the wgmma GEMM's N columns): out
+// also in the GEMM's f16 order at xw (mmw-order.cuh).
+template <bool Q8, bool W16 = false>
 static __global__ void k_add_rms_norm_mul4(const float4 * x, const float4 * y, float4 * s, const float4 * w,
-                                           float4 * out, int n4, float eps, char4 * qs, float * qd, int * qsum) {
+                                           float4 * out, int n4, float eps, char4 * qs, float * qd, int * qsum,
+                                           half * xw, int nt) {
     __shared__ float s_tmp[32];
     pdl_trigger();
     const int64_t off = (int64_t)blockIdx.x * n4;
@@ -145,6 +167,10 @@ static __global__ void k_add_rms_norm_mul4(const float4 * x, const float4 * y, f
             o = make_float4(v[k].x * scale * g[k].x, v[k].y * scale * g[k].y, v[k].z * scale * g[k].z,
                             v[k].w * scale * g[k].w);
             out[off + i] = o;
+            if (W16) {
+                mmw_put2(xw, nt, (int)gridDim.x, (int)blockIdx.x, 4 * i, o.x, o.y);
+                mmw_put2(xw, nt, (int)gridDim.x, (int)blockIdx.x, 4 * i + 2, o.z, o.w);
+            }
         }
         if (Q8) { // every thread of the block runs this (past the row: o = 0, n4 % 8 == 0 keeps groups whole)
             float amax = fmaxf(fmaxf(fabsf(o.x), fabsf(o.y)), fmaxf(fabsf(o.z), fabsf(o.w)));
@@ -179,9 +205,9 @@ bool ggml_cuda_add_rms_norm_mul_ok(const ggml_tensor * add, const ggml_tensor * 
 }
 
 // q8: also write the q8s copy of mul's result (pool memory, returned) when the vector kernel runs and
-// ne0 % 32 == 0; nullptr otherwise
+// ne0 % 32 == 0; w16: the wgmma GEMM's f16 order of it (ggml_cuda_mmw_order_ok); nullptr where not written
 static void * add_rms_norm_mul(ggml_cuda_context & ctx, ggml_tensor * add, ggml_tensor * norm, ggml_tensor * mul,
-                               bool q8) {
+                               bool q8, bool w16 = false) {
     GGML_ASSERT(ggml_cuda_add_rms_norm_mul_ok(add, norm, mul) && norm->src[0] == add && mul->src[0] == norm);
     const int64_t rows = ggml_nrows(add);
     if (rows == 0) return nullptr;
@@ -201,11 +227,19 @@ static void * add_rms_norm_mul(ggml_cuda_context & ctx, ggml_tensor * add, ggml_
             const q8s_view v = q8s_view_of(q, rows, n);
             ggml_cuda_launch(ctx, k_add_rms_norm_mul4<true>, dim3((unsigned)rows), dim3(bs), 0, (const float4 *)x->data,
                              (const float4 *)y->data, (float4 *)add->data, (const float4 *)w->data, (float4 *)mul->data,
-                             n4, eps, (char4 *)v.qs, v.d, v.s);
+                             n4, eps, (char4 *)v.qs, v.d, v.s, nullptr, 0);
+        } else if (w16 && ggml_cuda_mmw_order_ok(mul)) {
+            half * xw = ggml_cuda_mmw_order_alloc(ctx, mul);
+            ggml_cuda_launch(ctx, k_add_rms_norm_mul4<false, true>, dim3((unsigned)rows), dim3(bs), 0,
+                             (const float4 *)x->data, (const float4 *)y->data, (float4 *)add->data,
+                             (const float4 *)w->data, (float4 *)mul->data, n4, eps, nullptr, nullptr, nullptr, xw,
+                             (int)ggml_cuda_mmw_nt(rows));
+            q = xw;
         } else {
             ggml_cuda_launch(ctx, k_add_rms_norm_mul4<false>, dim3((unsigned)rows), dim3(bs), 0,
                              (const float4 *)x->data, (const float4 *)y->data, (float4 *)add->data,
-                             (const float4 *)w->data, (float4 *)mul->data, n4, eps, nullptr, nullptr, nullptr);
+                             (const float4 *)w->data, (float4 *)mul->data, n4, eps, nullptr, nullptr, nullptr, nullptr,
+                             0);
         }
         return q;
     }
@@ -222,4 +256,9 @@ void ggml_cuda_op_add_rms_norm_mul(ggml_cuda_context & ctx, ggml_tensor * add, g
 void * ggml_cuda_op_add_rms_norm_mul_q8(ggml_cuda_context & ctx, ggml_tensor * add, ggml_tensor * norm,
                                         ggml_tensor * mul) {
     return add_rms_norm_mul(ctx, add, norm, mul, true);
+}
+
+half * ggml_cuda_op_add_rms_norm_mul_w16(ggml_cuda_context & ctx, ggml_tensor * add, ggml_tensor * norm,
+                                         ggml_tensor * mul) {
+    return (half *)add_rms_norm_mul(ctx, add, norm, mul, false, true);
 }

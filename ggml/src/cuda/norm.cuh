@@ -16,3 +16,9 @@ void ggml_cuda_op_add_rms_norm_mul(ggml_cuda_context & ctx, ggml_tensor * add, g
 void * ggml_cuda_op_rms_norm_mul_q8(ggml_cuda_context & ctx, ggml_tensor * norm, ggml_tensor * mul);
 void * ggml_cuda_op_add_rms_norm_mul_q8(ggml_cuda_context & ctx, ggml_tensor * add, ggml_tensor * norm,
                                         ggml_tensor * mul);
+// The same two fusions, also writing mul's result in the small-N wgmma GEMM's f16 activation order (mmw-order.cuh)
+// into pool memory, returned; nullptr where it cannot (ggml_cuda_mmw_order_ok, the vector add kernel), in which case
+// only the f32 result is written. The f32 result is written either way.
+half * ggml_cuda_op_rms_norm_mul_w16(ggml_cuda_context & ctx, ggml_tensor * norm, ggml_tensor * mul);
+half * ggml_cuda_op_add_rms_norm_mul_w16(ggml_cuda_context & ctx, ggml_tensor * add, ggml_tensor * norm,
+                                         ggml_tensor * mul);

@@ -5,3 +5,6 @@
 GGML_CUDA_OP(scale);
 GGML_CUDA_OP(silu);
 GGML_CUDA_OP(swiglu);
+// SWIGLU also writing its result in the small-N wgmma GEMM's f16 activation order (mmw-order.cuh) into pool memory,
+// returned; nullptr where it cannot (ggml_cuda_mmw_order_ok, the flat kernel), only the f32 result then.
+half * ggml_cuda_op_swiglu_w16(ggml_cuda_context & ctx, ggml_tensor * dst);
