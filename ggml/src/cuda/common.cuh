@@ -174,6 +174,9 @@ struct ggml_cuda_context {
     // the kernels producing a wgmma GEMM's activations (norms, SwiGLU, decode attention) also write them in its order
     // (fusion codes 17-20, mmw-order.cuh); GGML_CUDA_MMW_REORDER=1: a reorder launch before each GEMM instead (A/B)
     bool mmw_w16 = true;
+    // the wgmma GEMM's activation chunks by one bulk copy (TMA) each, waited for on shared-memory barriers, instead of
+    // per-thread cp.async and a block barrier a chunk (mmq-w.cuh); GGML_CUDA_MMW_BULK=0: the latter (A/B)
+    bool mmw_bulk = true;
     // quantized weights times N <= mmv_max_n columns (<= MUL_MAT_VEC_MAX_N) through the mat-vec kernels, more through
     // the GEMM (H200, q8_0 4096 x 11008: mat-vec 40.7 us at N 8, the streamed GEMM 21.4 at N 9);
     // GGML_CUDA_MMV_MAX_N sets it (1..8). The mat-vec keeps N <= 8 when the GEMM is off or on int8

@@ -30,6 +30,11 @@
 //   - the K split's partial sums: the block with a tile's first ticket (taken when the block starts) stores its sums,
 //     the others wait for that and add theirs (ctx.mmw_tick's counts: no memset of dst before the launch, which can
 //     then start early as the other kernels do); without the counts they are added into dst, zeroed by mmq_launch.
+// The chunks are copied by one bulk copy each (the TMA unit, bulk-copy.cuh) issued by thread 0, MMW_STAGES - 1 ahead:
+// it completes on the slot's full barrier, which every thread waits for; each warp arrives on the slot's empty barrier
+// once its MMAs of the chunk are done, and thread 0 waits for that before refilling the slot. No block barrier a chunk,
+// so one warpgroup may run ahead of the other (twenty-eighth session: bench-mmvq N = 64 12.6 / 22.2 / 24.6 -> 12.0 /
+// 20.7 / 23.4 us; GGML_CUDA_MMW_BULK=0: 16-byte cp.async by every thread and a __syncthreads a chunk, as before).
 // The ring (instead of the whole slice staged before chunk 0, as before the twenty-seventh session) frees the K range
 // from the shared memory: a block takes up to all of K, and the split is chosen for one wave alone (mmw_kr). H200,
 // q8_0, us a call (bench-mmvq, 4096 x 4096 / 4096 x 11008 / 11008 x 4096): N = 64 15.8 / 34.4 / 34.9 -> 15.0 /
@@ -40,6 +45,7 @@
 // Groups (mmw_group): one launch may take 2-3 weights of one type and K multiplying the same activations (q, k, v or
 // gate, up of a batched decode step, fusion codes 15 / 16): their row blocks follow each other in the grid.
 #pragma once
+#include "bulk-copy.cuh"
 #include "cp-async.cuh"
 #include "mmq-t.cuh"
 
@@ -121,10 +127,11 @@ struct mmw_group {
 template <typename T, int NT>
 static __global__ void __launch_bounds__(MMQ_NT, 2)
     k_mmw(const mmw_group grp, const half * __restrict__ xw, int K, int N, int64_t Kp, int64_t A2, int64_t B2,
-          int64_t r2, int64_t r3, cuda_shape ds, int * tick, int kr, int early, int ksplit) {
+          int64_t r2, int64_t r3, cuda_shape ds, int * tick, int kr, int bulk, int early, int ksplit) {
 #if defined(GGML_CUDA_WGMMA)
     constexpr int SB = T::MMQ_SB, PF = mmw_pf<T>();
     extern __shared__ int4 mmw_smem[];
+    __shared__ __align__(8) uint64_t bar_full[MMW_STAGES], bar_empty[MMW_STAGES]; // (bulk) per slot
     half * sx = (half *)mmw_smem; // [MMW_STAGES slots][8 steps of k16][NT / 8 groups][2 halves][8 columns][8 values]
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, g = lane / 4, t = lane % 4;
     const int64_t bz = blockIdx.z / ksplit, i2 = bz % B2, i3 = bz / B2;
@@ -153,6 +160,14 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
         }
     };
 
+    if (bulk && tid == 0) {
+#pragma unroll
+        for (int i = 0; i < MMW_STAGES; ++i) {
+            mbar_init(&bar_full[i], 1);               // the copying thread's arrival (+ the chunk's bytes)
+            mbar_init(&bar_empty[i], MMQ_NT / 32);    // every warp done with the slot's chunk
+        }
+        mbar_init_fence();
+    }
     if (!early) pdl_wait();
 #pragma unroll
     for (int p = 0; p < PF; ++p)
@@ -160,6 +175,13 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
     pdl_wait();
     const half * xs = xw + (bz * Kp + k0) * NT; // the block's activation slice, chunk after chunk
     constexpr int CP = MMW_KC * NT / 8;         // 16-byte pieces of a chunk
+    // (bulk) chunk c into slot c % MMW_STAGES by one copy of thread 0, completing on bar_full of the slot
+    auto bulk_chunk = [&](int c) {
+        const int slot = c % MMW_STAGES;
+        constexpr uint32_t bytes = MMW_KC * NT * sizeof(half);
+        mbar_arrive_expect_tx(&bar_full[slot], bytes);
+        bulk_copy_g2s(sx + slot * (MMW_KC * NT), xs + (int64_t)c * MMW_KC * NT, bytes, &bar_full[slot]);
+    };
     // chunk c's activations into slot c % MMW_STAGES (one cp.async group per chunk, empty past the slice)
     auto copy_chunk = [&](int c) {
         if (c < nc) {
@@ -176,9 +198,16 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
         cnt = tick + 2 * (bz * gridDim.y + blockIdx.y); // {tickets taken, blocks done}
         if (tid == 0) ticket = atomicAdd(cnt, 1);
     }
+    if (bulk) {
+        __syncthreads(); // (the barriers initialised)
+        if (tid == 0)
+            for (int c = 0; c < MMW_STAGES - 1 && c < nc; ++c)
+                bulk_chunk(c);
+    } else {
 #pragma unroll
-    for (int c = 0; c < MMW_STAGES - 1; ++c)
-        copy_chunk(c);
+        for (int c = 0; c < MMW_STAGES - 1; ++c)
+            copy_chunk(c);
+    }
     const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(sx);
 
     float d[NT / 2];
@@ -219,12 +248,23 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
                 a[s][2] = *(const int *)&hi0; // row g, logical k 2t + 8, 2t + 9
                 a[s][3] = *(const int *)&hi1;
             }
-            // chunk c's activations in (every thread's copies, then visible to the tensor cores), and every warp
-            // done with slot c - 1 (its MMAs waited for), which takes chunk c + MMW_STAGES - 1
-            cp_async_wait<MMW_STAGES - 2>();
-            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-            __syncthreads();
-            copy_chunk(c + MMW_STAGES - 1);
+            if (bulk) {
+                // thread 0 refills the slot of chunk c - 1 with chunk c + MMW_STAGES - 1 once every warp is done
+                // with it; every thread waits for chunk c's bytes (no block barrier: a warpgroup may run ahead)
+                if (tid == 0 && c + MMW_STAGES - 1 < nc) {
+                    if (c >= 1) mbar_wait(&bar_empty[(c - 1) % MMW_STAGES], ((c - 1) / MMW_STAGES) & 1);
+                    bulk_chunk(c + MMW_STAGES - 1);
+                }
+                mbar_wait(&bar_full[c % MMW_STAGES], (c / MMW_STAGES) & 1);
+                __syncwarp();
+            } else {
+                // chunk c's activations in (every thread's copies, then visible to the tensor cores), and every
+                // warp done with slot c - 1 (its MMAs waited for), which takes chunk c + MMW_STAGES - 1
+                cp_async_wait<MMW_STAGES - 2>();
+                asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+                __syncthreads();
+                copy_chunk(c + MMW_STAGES - 1);
+            }
             const int slot = c % MMW_STAGES;
             mmw_fence_acc(d);
             asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -234,6 +274,7 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
             asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
             mmw_fence_acc(d);
+            if (bulk && lane == 0) mbar_arrive(&bar_empty[slot]);
         }
     }
     pdl_trigger();
@@ -332,12 +373,12 @@ static void mmw_launch_nt(ggml_cuda_context & ctx, const mmw_group & grp, int64_
     if (ks > 1 && ctx.mmw_tick && row_blocks * B2 * B3 <= GGML_CUDA_MMW_TILES) {
         // the K split through the tile counts: no memset, and a programmatic dependent launch like the others
         ggml_cuda_launch(ctx, k_mmw<T, NT>, grid, dim3(MMQ_NT), smem, grp, xw, (int)K, (int)N, Kp, A2, B2, r2, r3,
-                         cuda_shape_of(dst0), ctx.mmw_tick, kr, early ? 1 : 0, ks);
+                         cuda_shape_of(dst0), ctx.mmw_tick, kr, ctx.mmw_bulk ? 1 : 0, early ? 1 : 0, ks);
         return;
     }
     GGML_ASSERT(ks == 1 || grp.rb[1] == row_blocks); // (groups are launched only with the counts)
     mmq_launch(ctx, k_mmw<T, NT>, grid, smem, ks, early, dst0, grp, xw, (int)K, (int)N, Kp, A2, B2, r2, r3,
-               cuda_shape_of(dst0), (int *)nullptr, kr);
+               cuda_shape_of(dst0), (int *)nullptr, kr, ctx.mmw_bulk ? 1 : 0);
 }
 
 // the same, the column tile picked by bw's padded width (ggml_cuda_mmw_nt: 32 or 64)
