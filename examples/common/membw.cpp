@@ -12,6 +12,9 @@
 #include <thread>
 #include <unistd.h>
 #include <vector>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
@@ -148,10 +151,17 @@ float sum_floats_4streams(const float * p, size_t n) {
 #endif
 }
 
-// A 64-byte aligned buffer of `bytes` (rounded up to 64), every page touched with `fill`.
+// A buffer of `bytes` (rounded up to 2 MiB) on 2 MiB pages where the kernel gives them, as the CPU backend allocates
+// its large buffers (weights read into memory, ggml-cpu.cpp's cpu_alloc; GGML_CPU_HUGEPAGES=0: 4 KiB pages for both),
+// every page touched with `fill`.
 char * alloc_touched(size_t bytes, int fill) {
-    bytes = (bytes + 63) / 64 * 64;
-    char * p = (char *)std::aligned_alloc(64, bytes);
+    constexpr size_t huge = size_t(2) << 20;
+    bytes = (bytes + huge - 1) / huge * huge;
+    char * p = (char *)std::aligned_alloc(huge, bytes);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const char * hp = std::getenv("GGML_CPU_HUGEPAGES");
+    if (p && !(hp && std::atoi(hp) == 0)) madvise(p, bytes, MADV_HUGEPAGE);
+#endif
     GGML_ASSERT(p && "membw: out of memory for the bandwidth buffer");
     std::memset(p, fill, bytes);
     return p;
