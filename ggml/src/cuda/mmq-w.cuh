@@ -14,8 +14,8 @@
 //
 // A block of 2 warpgroups (8 warps) owns MMW_BM (128) weight rows and a K range of kr values (the K split):
 //   - it streams its activation slice (NT columns x kr values, f16) through a ring of MMW_STAGES chunk slots in
-//     shared memory, 16-byte cp.async of one contiguous range per chunk, MMW_STAGES - 1 chunks ahead, one barrier a
-//     chunk: the kernel producing the activations writes them in the order wgmma reads (a norm, the SwiGLU, the
+//     shared memory, one contiguous range per chunk copied MMW_STAGES - 1 chunks ahead (one bulk copy, see below):
+//     the kernel producing the activations writes them in the order wgmma reads (a norm, the SwiGLU, the
 //     decode attention: mmw-order.cuh), else mulmat.cu converts them (ggml_cuda_mmw_order, mmqw.cu; cached for
 //     the GEMMs that share them): the K-major canonical layout without swizzle: per k16
 //     step, NT / 8 column groups x 2 k halves of 8 x 8 "core matrices" of 128 contiguous bytes (core (group, half)
