@@ -647,20 +647,28 @@ static int fattn_dec_cfg() {
     return cfg;
 }
 
-// The tensor-core decode kernel (fattn-mma.cu) on f16 or (q8) q8_0 K/V; with side.q8s it also writes the output
-// quantized where it can (D % 32 == 0: fattn_vec_store quantizes 32 dims of one query per warp), with side.xw in the
-// wgmma GEMM's order. Returns whether it wrote what side asks for.
-static bool fattn_mma_dec(ggml_cuda_context & ctx, fa_params & p, bool q8, const fa_side & side) {
+// Give the decode kernel about to run what side asks it to write beside dst (fattn_vec_store): only into a dense dst,
+// the quantized output only where q8_ok (the kernel's warps hold 32 dims of one query), the wgmma order always.
+// Returns whether it was given (what the callers report).
+static bool fattn_take_side(fa_params & p, const fa_side & side, const ggml_tensor * dst, bool q8_ok) {
+    const bool take = ggml_is_contiguous(dst) && (side.q8s ? q8_ok : side.xw != nullptr);
+    if (take) fa_set_side(p, side);
+    return take;
+}
+
+// The tensor-core decode kernel (fattn-mma.cu) on f16 or (q8) q8_0 K/V, writing side where it can (fattn_take_side;
+// the quantized output needs D % 32 == 0). Returns whether it did.
+static bool fattn_mma_dec(ggml_cuda_context & ctx, fa_params & p, bool q8, const fa_side & side,
+                          const ggml_tensor * dst) {
     int W = 0, S = 0;
     size_t smem = 0;
     const fattn_vec_fn fn = ggml_cuda_fattn_mma_dec(p.D, q8, p.n_tokens * p.r, fattn_dec_cfg(), ctx.device, W, S, smem);
     static const bool no_lean =
         std::getenv("GGML_CUDA_FATTN_LEAN") && std::atoi(std::getenv("GGML_CUDA_FATTN_LEAN")) == 0;
     p.lean = !no_lean;
-    const bool wq = side.q8s ? p.D % 32 == 0 : side.xw != nullptr;
-    if (wq) fa_set_side(p, side);
+    const bool took = fattn_take_side(p, side, dst, p.D % 32 == 0);
     fattn_vec_launch(ctx, p, fn, W, S, smem);
-    return wq;
+    return took;
 }
 
 // The float K/V paths (K and V of one type, f32 or f16): k and v are dst's sources or fattn_widen copies of them.
@@ -686,10 +694,9 @@ static bool flash_attn_ext_f(ggml_cuda_context & ctx, ggml_tensor * dst, const g
     const bool one_seq = !p.ranges; // no shared cache (taken before the decode range below): the prompt path may go wide
     fattn_decode_ranges(ctx, p);
     if (p.per_token && !no_vec && fattn_vec_ok(p, k, v)) {
-        const bool wx = side.xw && !side.q8s && ggml_is_contiguous(dst);
-        if (wx) fa_set_side(p, side);
+        const bool took = fattn_take_side(p, side, dst, false);
         fattn_vec(ctx, p, k->type);
-        return wx;
+        return took;
     }
     p.per_token = 0;
     // decode of up to 16 query rows per kv head on f16 K/V: the tensor-core decode kernel (fattn-mma.cu) unless
@@ -699,7 +706,7 @@ static bool flash_attn_ext_f(ggml_cuda_context & ctx, ggml_tensor * dst, const g
     // 352-356 / 342-347 / 334-337 / 315-317 / 285-288 t/s against 336-338 / 326-327 / 314-316 / 295-297 / 272).
     const bool one_row = p.n_tokens * p.r == 1 && fattn_vec_ok(p, k, v);
     if (fattn_dec_cfg() != 0 && !no_vec && !one_row && ggml_cuda_fattn_mma_dec_ok(p, k, v, dst))
-        return fattn_mma_dec(ctx, p, false, ggml_is_contiguous(dst) ? side : fa_side{});
+        return fattn_mma_dec(ctx, p, false, side, dst);
     if (n_q > 8 && !no_vec && !use_gemm && ggml_cuda_fattn_mma_ok(p.D, k, v, dst)) {
         fattn_mma_params mp = {p.q,        p.k,     p.v, p.mask, p.dst,      p.qs,     p.ks, p.vs,
                                p.ms,       p.ds,    p.D, p.n_kv, p.n_tokens, p.n_head, p.r,  p.causal_n_past,
@@ -722,10 +729,9 @@ static bool flash_attn_ext_f(ggml_cuda_context & ctx, ggml_tensor * dst, const g
         return false;
     }
     if (fattn_vec_ok(p, k, v) && !no_vec) {
-        const bool ws = (side.q8s || side.xw) && ggml_is_contiguous(dst);
-        if (ws) fa_set_side(p, side);
+        const bool took = fattn_take_side(p, side, dst, true);
         fattn_vec(ctx, p, k->type);
-        return ws;
+        return took;
     }
     const int gx = (int)cuda_ceil_div(n_q, FA_WARPS);
     // split the KV range when the grid alone would not fill the GPU (decode)
@@ -784,10 +790,9 @@ static bool flash_attn_ext(ggml_cuda_context & ctx, ggml_tensor * dst, const fa_
         fattn_vecq_ok(p, k, v, p.r)) {
         p.ranges = ggml_cuda_mask_ranges(ctx, p.mask, p.ms.nb[1], p.mask_f16, p.n_kv, p.n_tokens);
         p.per_token = 1;
-        const bool wx = side.xw && !side.q8s && ggml_is_contiguous(dst);
-        if (wx) fa_set_side(p, side);
+        const bool took = fattn_take_side(p, side, dst, false);
         fattn_vecq(ctx, p, k->type, v->type);
-        return wx;
+        return took;
     }
     fattn_decode_ranges(ctx, p);
     // a q8_0 K and V with 2-16 query rows per kv head (GQA decode): the tensor-core decode kernel on the staged raw
@@ -797,12 +802,11 @@ static bool flash_attn_ext(ggml_cuda_context & ctx, ggml_tensor * dst, const fa_
     const bool one_row = p.n_tokens * p.r == 1;
     if (!no_vec && !one_row && fattn_dec_cfg() != 0 && k->type == GGML_TYPE_Q8_0 && v->type == GGML_TYPE_Q8_0 &&
         ggml_cuda_fattn_mma_dec_ok(p, k, v, dst))
-        return fattn_mma_dec(ctx, p, true, ggml_is_contiguous(dst) ? side : fa_side{});
+        return fattn_mma_dec(ctx, p, true, side, dst);
     if (!no_vec && fattn_vecq_ok(p, k, v, p.n_tokens * p.r)) {
-        const bool ws = (side.q8s || side.xw) && ggml_is_contiguous(dst);
-        if (ws) fa_set_side(p, side);
+        const bool took = fattn_take_side(p, side, dst, true);
         fattn_vecq(ctx, p, k->type, v->type);
-        return ws;
+        return took;
     }
     const ggml_type other_f32 = k->type == GGML_TYPE_F32 || v->type == GGML_TYPE_F32 ? GGML_TYPE_F32 : GGML_TYPE_F16;
     const size_t mark = ctx.pool.mark();

@@ -665,16 +665,21 @@ static void plan_mmv_rope_fusions(const ggml_cuda_context & ctx, ggml_cgraph * g
         }
 }
 
+// whether r (the node after FLASH_ATTN_EXT fa) is fa's f32 output viewed as [D * n_head, n_tokens] rows, as the wo
+// projection reads it (codes 11 and 20)
+static bool fattn_rows_view(const ggml_tensor * fa, const ggml_tensor * r) {
+    return fa->op == GGML_OP_FLASH_ATTN_EXT && fa->type == GGML_TYPE_F32 && ggml_is_view_op(r->op) &&
+           r->view_src == fa && r->data == fa->data && ggml_is_contiguous(r) && r->ne[0] == fa->ne[0] * fa->ne[1] &&
+           ggml_nelements(r) == ggml_nelements(fa);
+}
+
 // code 11 (attention output quantized by the attention kernel)
 static void plan_fattn_q8_fusions(const ggml_cuda_context & ctx, ggml_cgraph * gf, std::vector<uint8_t> & fused) {
     const int n = gf->n_nodes;
     std::map<const ggml_tensor *, int> cand; // attention output and its reshape -> the attention node
     for (int i = 0; i + 1 < n; ++i) {
         const ggml_tensor * fa = gf->nodes[i], * r = gf->nodes[i + 1];
-        if (fused[i] || fused[i + 1] || fa->op != GGML_OP_FLASH_ATTN_EXT || fa->type != GGML_TYPE_F32) continue;
-        if (!ggml_is_view_op(r->op) || r->view_src != fa || r->data != fa->data || !ggml_is_contiguous(r) ||
-            r->ne[0] != fa->ne[0] * fa->ne[1] || r->ne[0] % 32 != 0 || ggml_nelements(r) != ggml_nelements(fa))
-            continue;
+        if (fused[i] || fused[i + 1] || !fattn_rows_view(fa, r) || r->ne[0] % 32 != 0) continue;
         if ((fa->flags | r->flags) & GGML_TENSOR_FLAG_OUTPUT) continue;
         cand[fa] = cand[r] = i;
     }
@@ -767,10 +772,8 @@ static void plan_mmw_order_fusions(const ggml_cuda_context & ctx, ggml_cgraph * 
         } else if (!fused[i] && t->op == GGML_OP_SWIGLU) {
             r = t;
             code = 19;
-        } else if (!fused[i] && t->op == GGML_OP_FLASH_ATTN_EXT && t->type == GGML_TYPE_F32 && i + 1 < n &&
-                   !fused[i + 1]) {
+        } else if (!fused[i] && i + 1 < n && !fused[i + 1] && fattn_rows_view(t, gf->nodes[i + 1])) {
             r = gf->nodes[i + 1];
-            if (!ggml_is_view_op(r->op) || r->view_src != t || r->data != t->data) r = nullptr;
             code = 20;
         }
         if (r && ggml_cuda_mmw_order_ok(r)) cand[r] = {i, code};

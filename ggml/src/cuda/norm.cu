@@ -38,11 +38,14 @@ static __global__ void k_rms_norm(const char * x, const char * w, char * y, cuda
     }
 }
 
+// threads per row of n values for k_rms_norm (a multiple of 32, as its Q8 and W16 forms need)
+static int rms_norm_block(int64_t n) { return n >= 1024 ? 1024 : n >= 256 ? 256 : 32; }
+
 static void rms_norm(ggml_cuda_context & ctx, const ggml_tensor * x, const ggml_tensor * w, ggml_tensor * y,
                      float eps) {
     const int64_t rows = ggml_nrows(x);
     if (rows == 0) return;
-    const int bs = x->ne[0] >= 1024 ? 1024 : x->ne[0] >= 256 ? 256 : 32;
+    const int bs = rms_norm_block(x->ne[0]);
     const cuda_shape xs = cuda_shape_of(x), ys = cuda_shape_of(y), ws = w ? cuda_shape_of(w) : xs;
     const char * xp = (const char *)x->data;
     const char * wp = w ? (const char *)w->data : nullptr;
@@ -84,7 +87,7 @@ void * ggml_cuda_op_rms_norm_mul_q8(ggml_cuda_context & ctx, ggml_tensor * norm,
     GGML_ASSERT(mul->src[0] == norm && w->type == GGML_TYPE_F32);
     void * q = ctx.pool.alloc(ggml_cuda_q8s_size(rows, n));
     const q8s_view v = q8s_view_of(q, rows, n);
-    const int bs = n >= 1024 ? 1024 : n >= 256 ? 256 : 32; // as rms_norm(): multiples of 32
+    const int bs = rms_norm_block(n);
     ggml_cuda_launch(ctx, k_rms_norm<float, true, true>, dim3((unsigned)rows), dim3(bs), 0, (const char *)x->data,
                      (const char *)w->data, (char *)mul->data, cuda_shape_of(x), cuda_shape_of(w), cuda_shape_of(mul),
                      ggml_get_op_params_f32(norm, 0), v.qs, v.d, v.s, nullptr, 0);
@@ -100,7 +103,7 @@ half * ggml_cuda_op_rms_norm_mul_w16(ggml_cuda_context & ctx, ggml_tensor * norm
     GGML_ASSERT(mul->src[0] == norm && w->type == GGML_TYPE_F32);
     half * xw = ggml_cuda_mmw_order_alloc(ctx, mul);
     const int64_t n = x->ne[0], rows = ggml_nrows(x);
-    const int bs = n >= 1024 ? 1024 : n >= 256 ? 256 : 32;
+    const int bs = rms_norm_block(n);
     ggml_cuda_launch(ctx, k_rms_norm<float, true, false, true>, dim3((unsigned)rows), dim3(bs), 0,
                      (const char *)x->data, (const char *)w->data, (char *)mul->data, cuda_shape_of(x),
                      cuda_shape_of(w), cuda_shape_of(mul), ggml_get_op_params_f32(norm, 0), nullptr, nullptr, nullptr,
