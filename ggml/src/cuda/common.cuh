@@ -177,6 +177,13 @@ struct ggml_cuda_context {
     // the wgmma GEMM's activation chunks by one bulk copy (TMA) each, waited for on shared-memory barriers, instead of
     // per-thread cp.async and a block barrier a chunk (mmq-w.cuh); GGML_CUDA_MMW_BULK=0: the latter (A/B)
     bool mmw_bulk = true;
+    // a block's fixed cost in K values, in the wgmma GEMM's choice of its K split (mmw_kr): with 256 a Llama-2 q/k/v
+    // group at N <= 64 runs 2 slices of 16 chunks in one wave instead of 8 of 4 in three (GGML_CUDA_MMW_OV sets it)
+    int mmw_ov = 256;
+    // its K split with ctx.mmw_tick: slice 0 zeroes the tile when it starts and every slice adds its sums, so none
+    // waits for another to finish; GGML_CUDA_MMW_ZERO=0: the block with the first ticket stores and the others wait
+    // for it (A/B)
+    bool mmw_zero = true;
     // quantized weights times N <= mmv_max_n columns (<= MUL_MAT_VEC_MAX_N) through the mat-vec kernels, more through
     // the GEMM (H200, q8_0 4096 x 11008: mat-vec 40.7 us at N 8, the streamed GEMM 21.4 at N 9);
     // GGML_CUDA_MMV_MAX_N sets it (1..8). The mat-vec keeps N <= 8 when the GEMM is off or on int8

@@ -1427,6 +1427,8 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
     if (const char * mg = std::getenv("GGML_CUDA_MMW_GROUP")) ctx->mmw_group_n = std::max(0, atoi(mg));
     ctx->mmw_w16 = std::getenv("GGML_CUDA_MMW_REORDER") == nullptr;
     if (const char * mb = std::getenv("GGML_CUDA_MMW_BULK")) ctx->mmw_bulk = atoi(mb) != 0;
+    if (const char * mo = std::getenv("GGML_CUDA_MMW_OV")) ctx->mmw_ov = std::max(0, atoi(mo));
+    if (const char * mz = std::getenv("GGML_CUDA_MMW_ZERO")) ctx->mmw_zero = atoi(mz) != 0;
     const char * tk = std::getenv("GGML_CUDA_MMW_TICK");
     if (ctx->mmw_ok && !(tk && atoi(tk) == 0)) {
         CUDA_CHECK(cudaMalloc(&ctx->mmw_tick, sizeof(int) * 2 * GGML_CUDA_MMW_TILES));

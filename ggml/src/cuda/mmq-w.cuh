@@ -27,9 +27,12 @@
 //     unit and 2t + 8, 2t + 9 values 4s + 2, 4s + 3, so the activations are stored with the same permutation;
 //   - 8 wgmma per chunk (one commit group), accumulators d[NT / 2]: d[4j + e] is row g + 8 (e / 2), column
 //     8j + 2t + e % 2 of the warp's 16 x NT tile;
-//   - the K split's partial sums: the block with a tile's first ticket (taken when the block starts) stores its sums,
-//     the others wait for that and add theirs (ctx.mmw_tick's counts: no memset of dst before the launch, which can
-//     then start early as the other kernels do); without the counts they are added into dst, zeroed by mmq_launch.
+//   - the K split's partial sums, through ctx.mmw_tick's counts (no memset of dst before the launch, which can then
+//     start early as the other kernels do): slice 0 of a tile zeroes it while its first chunks arrive and releases
+//     that by a count, and every slice adds its sums at its end after an acquire of the count (zero, the default:
+//     none waits for another slice to finish); else (GGML_CUDA_MMW_ZERO=0) the block with a tile's first ticket
+//     (taken when it starts) stores its sums and the others wait for it to finish, then add theirs. Without the
+//     counts they are added into dst, zeroed by mmq_launch.
 // The chunks are copied by one bulk copy each (the TMA unit, bulk-copy.cuh) issued by thread 0, MMW_STAGES - 1 ahead:
 // it completes on the slot's full barrier, which every thread waits for; each warp arrives on the slot's empty barrier
 // once its MMAs of the chunk are done, and thread 0 waits for that before refilling the slot. No block barrier a chunk,
@@ -123,11 +126,12 @@ struct mmw_group {
 // (i3/r3)*M*A2); xw: the activations of batch bz at
 // xw + bz * Kp * NT in the order of ggml_cuda_mmw_order (16-byte aligned); kr: K values per block (a multiple of
 // MMW_KC), blockIdx.z % ksplit its slice. early: the weights may be read before pdl_wait(). tick (ctx.mmw_tick, or
-// nullptr): two zeroed ints per tile (bz, blockIdx.y), for the K split without a memset of dst (see the end).
+// nullptr): two zeroed ints per tile (bz, blockIdx.y), for the K split without a memset of dst (see the end); zero:
+// slice 0 zeroes the tile (with tick).
 template <typename T, int NT>
 static __global__ void __launch_bounds__(MMQ_NT, 2)
     k_mmw(const mmw_group grp, const half * __restrict__ xw, int K, int N, int64_t Kp, int64_t A2, int64_t B2,
-          int64_t r2, int64_t r3, cuda_shape ds, int * tick, int kr, int bulk, int early, int ksplit) {
+          int64_t r2, int64_t r3, cuda_shape ds, int * tick, int kr, int bulk, int zero, int early, int ksplit) {
 #if defined(GGML_CUDA_WGMMA)
     constexpr int SB = T::MMQ_SB, PF = mmw_pf<T>();
     extern __shared__ int4 mmw_smem[];
@@ -194,9 +198,11 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
     };
     int ticket = 0; // the K split's ticket (thread 0), taken now: its round trip hides behind the chunks
     int * cnt = nullptr;
+    const int rb0 = ((int)blockIdx.y - grp.rb[m]) * MMW_BM; // the block's first row
+    float * const base0 = (float *)((char *)dst + i2 * ds.nb[2] + i3 * ds.nb[3]) + rb0;
     if (ksplit > 1 && tick) {
-        cnt = tick + 2 * (bz * gridDim.y + blockIdx.y); // {tickets taken, blocks done}
-        if (tid == 0) ticket = atomicAdd(cnt, 1);
+        cnt = tick + 2 * (bz * gridDim.y + blockIdx.y); // {tickets taken | tile zeroed, blocks done}
+        if (!zero && tid == 0) ticket = atomicAdd(cnt, 1);
     }
     if (bulk) {
         __syncthreads(); // (the barriers initialised)
@@ -207,6 +213,14 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
 #pragma unroll
         for (int c = 0; c < MMW_STAGES - 1; ++c)
             copy_chunk(c);
+    }
+    if (cnt && zero && blockIdx.z % ksplit == 0) {
+        // (zero) slice 0 zeroes the tile while its first chunks arrive and releases it by cnt[0] (thread 0 after the
+        // barrier: cumulative over the block's stores); every slice adds its sums at the end
+        for (int f = tid; f < MMW_BM * N; f += MMQ_NT)
+            if (rb0 + f % MMW_BM < M) base0[(int64_t)(f / MMW_BM) * grp.ldd[m] + f % MMW_BM] = 0.0f;
+        __syncthreads();
+        if (tid == 0) asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(cnt) : "memory");
     }
     const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(sx);
 
@@ -279,10 +293,15 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
     }
     pdl_trigger();
     // dst contiguous (qt_mmw): rows r0 + g (e < 2) and r0 + g + 8 (e >= 2), column 8j + 2t + e % 2 of d[4j + e]
-    // K split (ksplit > 1): without tick, the splits add into dst, zeroed before the launch (mmq_launch); with tick,
-    // the block with the tile's first ticket stores its sums and the others wait for that, then add theirs
+    // K split (ksplit > 1): without tick, the splits add into dst, zeroed before the launch (mmq_launch); with tick
+    // and zero, after slice 0 has zeroed the tile (long done, as a rule); with tick alone, the block with the tile's
+    // first ticket stores its sums and the others wait for that, then add theirs
     bool atomic = ksplit > 1;
-    if (atomic && tick) {
+    if (atomic && tick && zero) {
+        if (tid == 0)
+            while (mmw_ld_acquire(cnt) == 0) __nanosleep(64);
+        __syncthreads();
+    } else if (atomic && tick) {
         __shared__ int s_ticket;
         if (tid == 0) s_ticket = ticket;
         __syncthreads(); // (every warp's sums are final here)
@@ -312,9 +331,9 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
             }
         }
     if (cnt) {
-        // done: the first block's stores released to the others by its count (thread 0 after the barrier: the
-        // block's stores before it); the others only count (their adds need no order before the kernel's end); the
-        // last of the tile's blocks zeroes both counts for the next launch
+        // done: (tickets) the first block's stores released to the others by its count (thread 0 after the barrier:
+        // the block's stores before it); the others only count (their adds need no order before the kernel's end);
+        // the last of the tile's blocks zeroes both counts for the next launch
         __syncthreads();
         if (tid == 0) {
             int prev;
@@ -342,7 +361,7 @@ static inline int mmw_kr(const ggml_cuda_context & ctx, int64_t row_blocks, int6
     if (ctx.mmq_ks > 0) return (int)std::min(kmax, cuda_ceil_div(cuda_ceil_div(K, ctx.mmq_ks), MMW_KC) * MMW_KC);
     int64_t best_kr = kmax, best = INT64_MAX;
     for (int64_t kr = kmax; kr >= MMW_MIN_KR; kr -= MMW_KC) {
-        const int64_t cost = cuda_ceil_div(row_blocks * cuda_ceil_div(K, kr), 2 * (int64_t)ctx.n_sm) * kr;
+        const int64_t cost = cuda_ceil_div(row_blocks * cuda_ceil_div(K, kr), 2 * (int64_t)ctx.n_sm) * (kr + ctx.mmw_ov);
         if (cost < best) {
             best = cost;
             best_kr = kr;
@@ -373,12 +392,13 @@ static void mmw_launch_nt(ggml_cuda_context & ctx, const mmw_group & grp, int64_
     if (ks > 1 && ctx.mmw_tick && row_blocks * B2 * B3 <= GGML_CUDA_MMW_TILES) {
         // the K split through the tile counts: no memset, and a programmatic dependent launch like the others
         ggml_cuda_launch(ctx, k_mmw<T, NT>, grid, dim3(MMQ_NT), smem, grp, xw, (int)K, (int)N, Kp, A2, B2, r2, r3,
-                         cuda_shape_of(dst0), ctx.mmw_tick, kr, ctx.mmw_bulk ? 1 : 0, early ? 1 : 0, ks);
+                         cuda_shape_of(dst0), ctx.mmw_tick, kr, ctx.mmw_bulk ? 1 : 0, ctx.mmw_zero ? 1 : 0,
+                         early ? 1 : 0, ks);
         return;
     }
     GGML_ASSERT(ks == 1 || grp.rb[1] == row_blocks); // (groups are launched only with the counts)
     mmq_launch(ctx, k_mmw<T, NT>, grid, smem, ks, early, dst0, grp, xw, (int)K, (int)N, Kp, A2, B2, r2, r3,
-               cuda_shape_of(dst0), (int *)nullptr, kr, ctx.mmw_bulk ? 1 : 0);
+               cuda_shape_of(dst0), (int *)nullptr, kr, ctx.mmw_bulk ? 1 : 0, 0);
 }
 
 // the same, the column tile picked by bw's padded width (ggml_cuda_mmw_nt: 32 or 64)
