@@ -6,7 +6,10 @@
 // Shapes: [K, M] = 4096x4096, 4096x11008, 11008x4096. Copies of each weight are rotated (total
 // bytes >> 50 MB L2) in one graph of mul_mat nodes sharing the activation; the graph is computed
 // reps times and the median wall time per graph (host clock after a synchronize) is reported.
-// The graph also quantizes the activation once, so its time (~2 us) is included.
+// The graph also quantizes the activation once, so its time (~2 us) is included. Because the mul_mats share the
+// activation, the backend fuses them as it fuses a layer's q/k/v or gate/up: with N = 1 into one mat-vec launch of
+// 2-3 weights, with 2..64 columns into one wgmma GEMM launch of up to 3 weights (its K split chosen for the group's
+// rows), so a figure is per weight of such groups.
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
 #include "ggml.h"
