@@ -234,8 +234,13 @@ std::vector<cli_opt> cli_options(const llm_cli_params & d) {
                  "the GPU for the offloaded layers (default: " + std::to_string(d.main_gpu) + ")",
                  set_int(&llm_cli_params::main_gpu, 0, 1023)});
     o.push_back({{"--mmap", "--no-mmap"}, nullptr, CLI_GROUP_COMMON,
-                 std::string("memory-map the model (off: read into a buffer) (default: ") + on_off(d.use_mmap) + ")",
-                 set_flag(&llm_cli_params::use_mmap)});
+                 "CPU weights used in place from the memory-mapped file (--mmap) or read into memory (--no-mmap) "
+                 "(default: read into memory when some layer runs on the CPU and the model takes at most half of the "
+                 "available memory, else mapped)",
+                 [](parser &, const std::string & flag, llm_cli_params & p) {
+                     p.use_mmap = is_negative(flag) ? 0 : 1;
+                     return true;
+                 }});
     o.push_back({{"--repack", "--no-repack", "-nr"}, nullptr, CLI_GROUP_COMMON,
                  std::string("store CPU weights of types the CPU decodes faster repacked (q4_0, q4_K, q6_K on AVX2: "
                              "8-row groups) (default: ") + on_off(d.use_repack) + ")",

@@ -28,7 +28,7 @@ struct llm_cli_params {
     int  main_gpu = 0;            // -mg
     int  n_keep = 0;              // --keep (-1: the whole prompt)
     int  n_parallel = 1;          // -np: sequences decoded at once (the server's slots; main decodes one)
-    bool use_mmap = true;         // --mmap / --no-mmap
+    int use_mmap = -1;            // --mmap (1) / --no-mmap (0); -1: llm_model_params' default
     bool use_repack = true;       // --repack / --no-repack, -nr (llm_model_params::use_repack)
     bool use_mlock = false;       // --mlock (best effort: a warning if the system refuses)
     bool context_shift = false;   // --context-shift / --no-context-shift

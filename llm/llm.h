@@ -43,7 +43,9 @@ struct llm_hparams {
 struct llm_model_params {
     int  n_gpu_layers = 0;      // first N layers on the GPU; > n_layer also puts the output there
     int  main_gpu = 0;
-    bool use_mmap = true;
+    // CPU weights: 1 used in place from the file mapping, 0 read into CPU buffers, -1 (default) read into them where
+    // some layer stays on the CPU and the file's tensor data takes at most half of the available memory, else mapped
+    int  use_mmap = -1;
     // CPU mat-mul weights of a type the CPU decodes faster in 8-row groups (ggml_backend_cpu_repack_wanted: q4_0,
     // q4_K on AVX2) are copied into a CPU_REPACK buffer at load instead of being read from the mapping (--no-repack)
     bool use_repack = true;

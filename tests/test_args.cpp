@@ -102,7 +102,7 @@ TEST_CASE("defaults are llama.cpp's where the flags overlap") {
     CHECK(p.n_predict == -1);
     CHECK(p.n_batch == 512);
     CHECK(p.n_parallel == 1);
-    CHECK(p.use_mmap);
+    CHECK(p.use_mmap == -1);  // the loader's default: read into memory where it fits
     CHECK(p.use_repack);
     CHECK_FALSE(p.use_mlock);
     CHECK(p.warmup);
@@ -145,8 +145,8 @@ TEST_CASE("-co / --color: on|off|auto, bare means on") {
 }
 
 TEST_CASE("two-way switches: the positive and the --no- form") {
-    CHECK_FALSE(parse_ok({"--no-mmap"}).use_mmap);
-    CHECK(parse_ok({"--no-mmap", "--mmap"}).use_mmap);
+    CHECK(parse_ok({"--no-mmap"}).use_mmap == 0);
+    CHECK(parse_ok({"--no-mmap", "--mmap"}).use_mmap == 1);
     CHECK(parse_ok({"--mlock"}).use_mlock);
     CHECK_FALSE(parse_ok({"--no-repack"}).use_repack);
     CHECK_FALSE(parse_ok({"-nr"}).use_repack);  // llama.cpp's short form of --no-repack

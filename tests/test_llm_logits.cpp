@@ -23,9 +23,10 @@ namespace {
 
 struct model_ptr {
     llm_model * m = nullptr;
-    explicit model_ptr(const std::string & path) {
+    explicit model_ptr(const std::string & path, int use_mmap = -1) {
         std::string err;
         llm_model_params mp;
+        mp.use_mmap = use_mmap;
         m = llm_model_load(path.c_str(), mp, &err);
         REQUIRE_MESSAGE(m != nullptr, err);
     }
@@ -152,12 +153,12 @@ TEST_CASE("llama2 shape (MHA): prompt, split batches, single steps match the num
     check_against_reference(p, 10, 1);
 }
 
-TEST_CASE("use_mmap = false (weights copied into a CPU buffer) gives the same logits as the mmap path") {
+TEST_CASE("use_mmap = 0 (weights read into a CPU buffer) gives the same logits as the mmap path (use_mmap = 1)") {
     const std::string p = gen_model("l2_f32", std::string(k_llama2_args) + " --outtype f32 --seed 1");
-    model_ptr m(p);
+    model_ptr m(p, 1);
     std::string err;
     llm_model_params mp;
-    mp.use_mmap = false;
+    mp.use_mmap = 0;
     int n_progress = 0;
     float last_progress = 0;
     mp.progress = [&](float f) { ++n_progress; last_progress = f; return true; };

@@ -54,7 +54,7 @@ struct bench_params {
     int  n_batch = 512;
     int  reps = 3;
     int  flash_attn = -1;  // -fa: 0, 1, or -1 (auto: on where llm_flash_attn_supported, as main's -fa auto)
-    bool use_mmap = true;
+    int  use_mmap = -1; // llm_model_params' default: the CPU weights read into memory where they fit
     bool use_repack = true;  // -nr 0|1
     ggml_type type_k = GGML_TYPE_F16, type_v = GGML_TYPE_F16;  // -ctk, -ctv
     bool roofline = true;
@@ -75,7 +75,9 @@ void usage(const char * prog) {
            "  -fa 0|1|auto  flash attention (default auto: on where the model's layers and cache types have it)\n"
            "  -ctk T, -ctv T  KV cache type of K / V: f16 (default), f32, q8_0, q4_0 (a quantized V needs -fa 1 or\n"
            "                auto)\n"
-           "  -mmp 0|1      use the weights in place from the file mapping (default 1)\n"
+           "  -mmp 0|1      1: the CPU weights in place from the file mapping, 0: read into memory (default: read\n"
+           "                into memory where some layer runs on the CPU and the model takes at most half of the\n"
+           "                available memory, else mapped)\n"
            "  -nr 0|1       1: no repacked CPU weights (q4_0, q4_K, q6_K in 8-row groups on AVX2; default 0)\n"
            "  -o md|json    output format (default md)\n"
            "  --no-roofline skip the bandwidth measurements (the roofline columns print -)\n"
@@ -163,7 +165,7 @@ bool parse_args(int argc, char ** argv, bench_params & p, std::string & err) {
         } else if (a == "-mmp") {
             int f;
             ok = parse_int(v, f) && f <= 1;
-            p.use_mmap = f == 1;
+            p.use_mmap = f == 1 ? 1 : 0;
         } else if (a == "-nr") {
             int f;
             ok = parse_int(v, f) && f <= 1;
