@@ -1,20 +1,17 @@
 // membw.cpp - see membw.h.
 #include "membw.h"
 
+#include "ggml-backend.h"
 #include "ggml.h"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <unistd.h>
 #include <vector>
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
@@ -151,21 +148,15 @@ float sum_floats_4streams(const float * p, size_t n) {
 #endif
 }
 
-// A buffer of `bytes` (rounded up to 2 MiB) on 2 MiB pages where the kernel gives them, as the CPU backend allocates
-// its large buffers (weights read into memory, ggml-cpu.cpp's cpu_alloc; GGML_CPU_HUGEPAGES=0: 4 KiB pages for both),
-// every page touched with `fill`.
-char * alloc_touched(size_t bytes, int fill) {
-    constexpr size_t huge = size_t(2) << 20;
-    bytes = (bytes + huge - 1) / huge * huge;
-    char * p = (char *)std::aligned_alloc(huge, bytes);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    const char * hp = std::getenv("GGML_CPU_HUGEPAGES");
-    if (p && !(hp && std::atoi(hp) == 0)) madvise(p, bytes, MADV_HUGEPAGE);
-#endif
-    GGML_ASSERT(p && "membw: out of memory for the bandwidth buffer");
-    std::memset(p, fill, bytes);
-    return p;
+// A CPU backend buffer of `bytes`, so on the pages the weights read into memory get (2 MiB where the kernel gives
+// them; GGML_CPU_HUGEPAGES=0: 4 KiB), every page touched with `fill`.
+ggml_backend_buffer_t alloc_touched(size_t bytes, int fill) {
+    ggml_backend_buffer_t b = ggml_backend_buft_alloc_buffer(ggml_backend_cpu_buffer_type(), bytes);
+    GGML_ASSERT(b && "membw: out of memory for the bandwidth buffer");
+    std::memset(ggml_backend_buffer_get_base(b), fill, bytes);
+    return b;
 }
+char * base_of(ggml_backend_buffer_t b) { return (char *)ggml_backend_buffer_get_base(b); }
 
 // Bytes each of nth threads handles in a buffer of `bytes` (a 64-byte multiple).
 size_t per_thread(size_t bytes, int nth) { return bytes / nth / 64 * 64; }
@@ -192,8 +183,8 @@ size_t membw_l3_bytes() {
 size_t membw_probe_bytes() { return std::clamp(3 * membw_l3_bytes(), size_t(256) << 20, size_t(1) << 30); }
 
 membw_result membw_measure(size_t bytes, int nth, int runs) {
-    char * a = alloc_touched(bytes, 1);
-    char * b = alloc_touched(bytes, 2);
+    ggml_backend_buffer_t ba = alloc_touched(bytes, 1), bb = alloc_touched(bytes, 2);
+    char * a = base_of(ba), * b = base_of(bb);
     const size_t per = per_thread(bytes, nth);
     std::vector<double> tc, tr, t4;
     for (int r = 0; r < runs; ++r) {
@@ -201,17 +192,17 @@ membw_result membw_measure(size_t bytes, int nth, int runs) {
         tr.push_back(read_seconds(a, bytes, nth, false));
         t4.push_back(read_seconds(a, bytes, nth, true));
     }
-    std::free(a);
-    std::free(b);
+    ggml_backend_buffer_free(ba);
+    ggml_backend_buffer_free(bb);
     const double n = (double)per * nth;
     return {2.0 * n / median(tc) / 1e9, n / median(tr) / 1e9, n / median(t4) / 1e9};
 }
 
-membw_probe::membw_probe(size_t bytes) : buf_(alloc_touched(bytes, 1)), bytes_(bytes) {
+membw_probe::membw_probe(size_t bytes) : mem_(alloc_touched(bytes, 1)), buf_(base_of(mem_)), bytes_(bytes) {
     read_seconds(buf_, bytes_, 1, true); // the first read of freshly touched memory runs slow (a VM: ~30%)
 }
 
-membw_probe::~membw_probe() { std::free(buf_); }
+membw_probe::~membw_probe() { ggml_backend_buffer_free(mem_); }
 
 double membw_probe::read_gbs(int n_threads) const {
     // The buffer sits idle between probes, and this VM's memory manager then takes its pages back (the read after

@@ -17,6 +17,8 @@
 // plain C++ fallback sums uint64 words, and a probe is the best of 3 reads (was 2) after the uncounted one.
 #pragma once
 
+#include "ggml-backend.h"
+
 #include <cstddef>
 
 struct membw_result {
@@ -51,6 +53,7 @@ class membw_probe {
     size_t bytes() const { return bytes_; }
 
   private:
+    ggml_backend_buffer_t mem_ = nullptr; // a CPU backend buffer (membw.cpp)
     char * buf_ = nullptr;
     size_t bytes_ = 0;
 };
