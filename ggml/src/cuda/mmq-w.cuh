@@ -313,7 +313,7 @@ static __global__ void __launch_bounds__(MMQ_NT, 2)
         }
     }
     const bool ok0 = r0 + g < M, ok1 = r0 + g + 8 < M;
-    float * base = (float *)((char *)dst + i2 * ds.nb[2] + i3 * ds.nb[3]) + r0 + g;
+    float * base = base0 + 16 * warp + g; // (r0 = rb0 + 16 warp)
     const int64_t ldd = grp.ldd[m];
 #pragma unroll
     for (int j = 0; j < NT / 8; ++j)
