@@ -167,3 +167,17 @@ TEST_CASE("bench -nr: 1 runs with the file's layout, a bad value is a one-line e
         CHECK(bad.err == std::string("error: invalid value '") + v + "' for -nr\n");
     }
 }
+
+TEST_CASE("bench -mmp: 0 (read into memory) and 1 (mapped) run, a bad value is a one-line error and a non-zero exit") {
+    if (!have_tool_and_model()) return;
+    for (const char * v : {"0", "1"}) {
+        const bench_run ok = bench(std::string("--no-roofline -mmp ") + v);
+        REQUIRE_MESSAGE(ok.rc == 0, ok.err);
+        CHECK(table_rows(ok.out).size() == 3);
+    }
+    for (const char * v : {"2", "x"}) {
+        const bench_run bad = bench(std::string("-mmp ") + v);
+        CHECK(bad.rc != 0);
+        CHECK(bad.err == std::string("error: invalid value '") + v + "' for -mmp\n");
+    }
+}
