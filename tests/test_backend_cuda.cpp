@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 
 #ifdef GGML_USE_CUDA
 #include <cuda_runtime.h> // the device's compute capability (the wgmma GEMM case)
@@ -27,7 +28,7 @@ using build_fn = std::function<ggml_tensor *(ggml_context *)>;
 
 // Leaf bytes: the table's fill for f32/f16/i32; quantized leaves (q8_0, q4_0 ... q6_K) get random f32 in
 // [-1, 1] quantized by the type's reference quantizer (traits from_float_ref).
-std::vector<uint8_t> leaf_bytes(const ggml_tensor * t, uint64_t seed) {
+std::vector<uint8_t> make_leaf_bytes(const ggml_tensor * t, uint64_t seed) {
     if (!ggml_is_quantized(t->type)) return backend_case_leaf_data(t, seed);
     const int64_t n = ggml_nelements(t);
     std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
@@ -37,6 +38,29 @@ std::vector<uint8_t> leaf_bytes(const ggml_tensor * t, uint64_t seed) {
         x = u(rng);
     std::vector<uint8_t> out(ggml_nbytes(t));
     ggml_get_type_traits(t->type)->from_float_ref(f.data(), out.data(), n);
+    return out;
+}
+
+// The same, kept for leaves of 1 MiB and more (the last ones made, up to 1 GiB): the layer tests set the same
+// Llama-sized weights again and again (the CPU and the CUDA run of a comparison, its galloc variant, the bit-for-bit
+// pairs), and the reference quantizers of the K-quants take seconds for one 4096 x 11008 weight.
+std::vector<uint8_t> leaf_bytes(const ggml_tensor * t, uint64_t seed) {
+    if (ggml_nbytes(t) < (1u << 20)) return make_leaf_bytes(t, seed);
+    using key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, uint64_t, std::string>;
+    static std::map<key, std::vector<uint8_t>> made;
+    static std::vector<key> order; // oldest first
+    static size_t held = 0;
+    const key k{(int)t->type, t->ne[0], t->ne[1], t->ne[2], t->ne[3], seed, t->name};
+    if (const auto it = made.find(k); it != made.end()) return it->second;
+    std::vector<uint8_t> out = make_leaf_bytes(t, seed);
+    while (!order.empty() && held + out.size() > (1u << 30)) {
+        held -= made[order.front()].size();
+        made.erase(order.front());
+        order.erase(order.begin());
+    }
+    made[k] = out;
+    order.push_back(k);
+    held += out.size();
     return out;
 }
 
