@@ -17,10 +17,10 @@
 #endif
 
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cmath>
 #include <cstdarg>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>

@@ -78,6 +78,15 @@ size_t column(const std::vector<std::string> & header, const std::string & name)
 
 const std::regex k_mean_sd(R"(([0-9]+\.[0-9]+)( ± [0-9]+\.[0-9]+)?)");
 
+// a 0|1 flag given 2 or x: a one-line error naming the value and the flag, and a non-zero exit
+void check_not_0_or_1(const std::string & flag) {
+    for (const char * v : {"2", "x"}) {
+        const bench_run bad = bench(flag + " " + v);
+        INFO(flag, " ", v);
+        CHECK(bad.rc != 0);
+        CHECK(bad.err == "error: invalid value '" + std::string(v) + "' for " + flag + "\n");
+    }
+}
 } // namespace
 
 TEST_CASE("bench: roofline t/s and % roofline beside the tg figure, '-' beside pp") {
@@ -161,11 +170,7 @@ TEST_CASE("bench -nr: 1 runs with the file's layout, a bad value is a one-line e
     const bench_run ok = bench("--no-roofline -nr 1");
     REQUIRE_MESSAGE(ok.rc == 0, ok.err);
     CHECK(table_rows(ok.out).size() == 3);
-    for (const char * v : {"2", "x"}) {
-        const bench_run bad = bench(std::string("-nr ") + v);
-        CHECK(bad.rc != 0);
-        CHECK(bad.err == std::string("error: invalid value '") + v + "' for -nr\n");
-    }
+    check_not_0_or_1("-nr");
 }
 
 TEST_CASE("bench -mmp: 0 (read into memory) and 1 (mapped) run, a bad value is a one-line error and a non-zero exit") {
@@ -175,9 +180,5 @@ TEST_CASE("bench -mmp: 0 (read into memory) and 1 (mapped) run, a bad value is a
         REQUIRE_MESSAGE(ok.rc == 0, ok.err);
         CHECK(table_rows(ok.out).size() == 3);
     }
-    for (const char * v : {"2", "x"}) {
-        const bench_run bad = bench(std::string("-mmp ") + v);
-        CHECK(bad.rc != 0);
-        CHECK(bad.err == std::string("error: invalid value '") + v + "' for -mmp\n");
-    }
+    check_not_0_or_1("-mmp");
 }
