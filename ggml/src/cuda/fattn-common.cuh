@@ -45,10 +45,13 @@ void ggml_cuda_fattn_combine(ggml_cuda_context & ctx, const fa_params & p);
 // splits), every load of a batch and of the N outputs issued before any is used: the last block's merge is the
 // SM-idle tail of a split launch, and each L2 round trip in it counts (a loop step per split was ~13 us of tail at
 // 16 splits, ncu on an H200 at 1.4 GHz; two passes of batches of 8 for one output at a time, 8 round trips a thread
-// at D 128 and 4 queries, until the twenty-second session). N x MS_B x 3 values are in registers at once: the
-// tensor-core decode kernels at D 128 (their main loops hold 128-254 registers and one block of 8 warps a SM anyway)
-// merge with N 2, MS_B 8, the others with N 1, MS_B 4 (N 2, MS_B 16 took the vec kernels from 96-189 to 255
-// registers with spills; N 2, MS_B 8 took the D 64-96 decode kernels from 80-128 to 104-205, fewer blocks a SM).
+// at D 128 and 4 queries, until the twenty-second session). N x MS_B x 3 values are in registers at once; both
+// callers take N 1 (fattn_vec_finish: MS_B 8 for the tensor-core decode kernels at D 128, else 4; the combine
+// launch 8). The batch loop stays rolled: the merge runs once a launch, in the last block of each kv head while the
+// other SMs idle, and its code is fetched cold (the weights streamed through L2 since the previous launch evicted
+// it). H200, Llama-3-8B q8_0 cache at depth 16384, the D 128 decode kernel's merge by in-kernel %globaltimer stamps:
+// 10.2 us with two outputs a thread and the loops unrolled (3.8 us when the same code ran again right after), 6.2 us
+// with one output a thread and the loops rolled (docs/cuda-notes.md, thirty-first session).
 template <int N, int MS_B>
 static __device__ __forceinline__ void merge_splits(const fa_params & p, const int64_t (&qg)[N], int64_t nq_all,
                                                     const int (&d)[N], const bool (&act)[N], float (&out)[N]) {
@@ -58,6 +61,7 @@ static __device__ __forceinline__ void merge_splits(const fa_params & p, const i
         M[n] = -INFINITY;
         num[n] = den[n] = 0.0f;
     }
+#pragma unroll 1
     for (int s0 = 0; s0 < p.n_split; s0 += MS_B) {
         float2 ml[N][MS_B];
         float pt[N][MS_B];
@@ -142,9 +146,10 @@ static __device__ __forceinline__ void fattn_block_keys(const fa_params & p, int
 
 // The end of a decode kernel of W warps: warp w left its queries' unnormalised output in s_acc[w][j][0..D) and
 // (m, l) in s_ml[w][j] (m in natural-log units, -inf: saw nothing; j is query qbase + j of the kv head). Merges the
-// warps; with one split stores the output, else writes this block's partial and the last block of the kv head to finish merges the splits (no
-// combine launch; it resets the counter). Every thread of the block calls it.
-template <int W, int NQ, int D, int MN = 1>
+// warps; with one split stores the output, else writes this block's partial and the last block of the kv head to
+// finish merges the splits (no combine launch; it resets the counter; MS: splits a batch of merge_splits). Every
+// thread of the block calls it.
+template <int W, int NQ, int D, int MS = 4>
 static __device__ __forceinline__ void fattn_vec_finish(const fa_params & p, const float (&s_acc)[W][NQ][D],
                                                         const float (&s_ml)[W][NQ][2], int hk, int split, int n_q,
                                                         int qbase = 0) {
@@ -184,24 +189,17 @@ static __device__ __forceinline__ void fattn_vec_finish(const fa_params & p, con
     __syncthreads();
     if (!s_last) return;
     __threadfence();
-    // MN outputs a thread at once (their loads in flight together; MN 2: batches of 8 splits, else 4); a warp's 32
-    // threads stay 32 consecutive d of one query at every e (n_q D and blockDim are multiples of 32 where q8s is set)
-    for (int e0 = threadIdx.x; e0 < n_q * D; e0 += MN * blockDim.x) {
-        bool act[MN];
-        int d[MN];
-        int64_t qg[MN];
-        float o[MN];
-#pragma unroll
-        for (int n = 0; n < MN; ++n) {
-            const int e = e0 + n * blockDim.x;
-            act[n] = e < n_q * D;
-            d[n] = e % D;
-            qg[n] = (int64_t)hk * n_q + (act[n] ? e / D : 0);
-        }
-        merge_splits<MN, MN == 2 ? 8 : 4>(p, qg, nq_all, d, act, o);
-#pragma unroll
-        for (int n = 0; n < MN; ++n)
-            if (act[n]) fattn_vec_store(p, hk, (e0 + n * blockDim.x) / D, d[n], o[n]);
+    // one output a thread per step, the loop rolled (see merge_splits: cold code; e unsigned: the signed form took
+    // some quantized-cache decode kernels from 168 to 196 registers); a warp's 32 threads are 32 consecutive d of
+    // one query at every e (n_q D and blockDim are multiples of 32 where q8s is set)
+#pragma unroll 1
+    for (unsigned e = threadIdx.x; e < (unsigned)(n_q * D); e += blockDim.x) {
+        const bool act[1] = {true};
+        const int d[1] = {(int)(e % D)};
+        const int64_t qg[1] = {(int64_t)hk * n_q + e / D};
+        float o[1];
+        merge_splits<1, MS>(p, qg, nq_all, d, act, o);
+        fattn_vec_store(p, hk, e / D, d[0], o[0]);
     }
     if (threadIdx.x == 0) p.counters[hk] = 0;
 }

@@ -321,6 +321,39 @@ static __device__ __forceinline__ uint32_t fm_movt(uint32_t x) {
     return r;
 }
 
+// The swapped form's query values of this lane (thread (g, c): query g of kv head hk, 0 past n_q), unscaled, in
+// the order its B fragments take them: Q8 dims 32 b + 16 (i / 4) + 4 c + i % 4 at 8 b + i, f16 dims 16 kt + 8 hi + 2 c
+// (+ 1) at 4 kt + 2 hi (+ 1). Loaded before the first tiles' copies are issued: behind them the query's loads
+// waited for the copies to leave the load queue, then for their own round trip (H200 ncu at depth 16384, q8_0 cache:
+// one instruction waiting on them held 8% of the kernel's stall samples). Where the query row is dense and 16-byte
+// aligned, 8 (Q8) or 16 (f16) vector loads at D 128 instead of 32 scalar ones and their address arithmetic (code
+// that runs once a launch is fetched cold: fattn_vec_finish). The decode step did not measurably change with it.
+template <int D, bool Q8>
+static __device__ __forceinline__ void fmd_sw_qload(const fa_params & p, int hk, int g, int c, float (&qv)[D / 4]) {
+    const int n_q = p.n_tokens * p.r;
+    const bool act = g < n_q;
+    const int qq = act ? g : 0;
+    const char * qrow = p.q + (qq / p.r) * p.qs.nb[1] + (hk * p.r + qq % p.r) * p.qs.nb[2];
+    static_assert(D % 32 == 0 || !Q8, "fmd_sw_qload: q8 blocks of 32 dims");
+    const bool vec = p.qs.nb[0] == 4 && (uintptr_t)qrow % 16 == 0;
+#pragma unroll
+    for (int k = 0; k < D / 4; ++k) {
+        const int d = Q8 ? 32 * (k / 8) + 16 * (k % 8 / 4) + 4 * c + k % 4 : 16 * (k / 4) + 8 * (k % 4 / 2) + 2 * c + k % 2;
+        constexpr int V = Q8 ? 4 : 2; // values of one vector load
+        if (vec && k % V == 0) {
+            if constexpr (Q8) {
+                const float4 x = act ? *(const float4 *)(qrow + 4 * d) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+                qv[k] = x.x, qv[k + 1] = x.y, qv[k + 2] = x.z, qv[k + 3] = x.w;
+            } else {
+                const float2 x = act ? *(const float2 *)(qrow + 4 * d) : make_float2(0.0f, 0.0f);
+                qv[k] = x.x, qv[k + 1] = x.y;
+            }
+        } else if (!vec) {
+            qv[k] = act ? *(const float *)(qrow + d * p.qs.nb[0]) : 0.0f;
+        }
+    }
+}
+
 // The main loop and the end of k_fattn_mma_dec for at most 8 query rows per kv head (SW: the GQA decode of one
 // token), with the operands swapped: S^T = K Q^T (A = 16 keys of the tile x D from shared memory, B = the queries, 8
 // columns held in registers) and O^T += V^T P^T (A = V^T by ldmatrix .trans, B = P^T: the S^T accumulators packed to
@@ -333,33 +366,32 @@ template <int D, int W, int NS, bool Q8, typename LT>
 static __device__ __forceinline__ void fmd_sw_loop(const fa_params & p, char * Wsm, const char * Ms, LT & load_tile,
                                                    int key_w, int kv_lo, int kv1, const int (&t)[2],
                                                    const int (&last)[2], const char * const (&mrow)[2], bool mask_stage,
-                                                   bool one_row, int kp, int vp, int hk, int split) {
+                                                   bool one_row, int kp, int vp, int hk, int split,
+                                                   const float (&qv)[D / 4]) {
     using C = fmd_cfg<D, W, NS, Q8>;
     constexpr int LD = C::LD, KT = D / 16, BN = FMD_BN;
     constexpr float LOG2E = 1.4426950408889634f, LN2 = 0.6931471805599453f;
     extern __shared__ __align__(16) half fm_smem[];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
     const int n_q = p.n_tokens * p.r, mes = p.mask_f16 ? 2 : 4, step = W * BN;
-    // Q^T fragments (the B operand): query g, dims kt 16 + 2c (+1) and + 8 (+9); zero past n_q; scaled, f16.
-    // Q8: K stays int8 (S^T = K Q^T on m16n8k32 s8 per 32-dim block, d_k d_q applied to each block's integer sums),
-    // the query quantized to int8 per 32 dims as the vec kernels do: qk[b] the B fragments of query g (dims 32b + 4c
-    // .. + 3, 32b + 16 + 4c .. + 3), qd[b] the scales of the accumulator columns (queries 2c, 2c + 1)
+    // Q^T fragments (the B operand) from qv (fmd_sw_qload): query g, dims kt 16 + 2c (+1) and + 8 (+9); zero past
+    // n_q; scaled, f16. Q8: K stays int8 (S^T = K Q^T on m16n8k32 s8 per 32-dim block, d_k d_q applied to each
+    // block's integer sums), the query quantized to int8 per 32 dims as the vec kernels do: qk[b] the B fragments of
+    // query g (dims 32b + 4c .. + 3, 32b + 16 + 4c .. + 3), qd[b] the scales of the accumulator columns (queries 2c,
+    // 2c + 1)
     constexpr int NB = D / 32;
     uint32_t qb[Q8 ? 1 : KT][2];
     uint32_t qk[Q8 ? NB : 1][2];
     float qd[Q8 ? NB : 1][2];
     {
-        const bool act = g < n_q;
-        const int qq = act ? g : 0;
-        const char * qrow = p.q + (qq / p.r) * p.qs.nb[1] + (hk * p.r + qq % p.r) * p.qs.nb[2];
+        const float qs = p.scale * LOG2E;
         if constexpr (Q8) {
 #pragma unroll
             for (int b = 0; b < NB; ++b) {
                 float x[8], amax = 0.0f;
 #pragma unroll
                 for (int i = 0; i < 8; ++i) {
-                    const int d = 32 * b + 16 * (i / 4) + 4 * c + i % 4;
-                    x[i] = act ? *(const float *)(qrow + d * p.qs.nb[0]) * (p.scale * LOG2E) : 0.0f;
+                    x[i] = qv[8 * b + i] * qs;
                     amax = fmaxf(amax, fabsf(x[i]));
                 }
                 amax = fmaxf(amax, __shfl_xor_sync(0xffffffff, amax, 1)); // the 4 lanes of query g: its 32 dims
@@ -381,12 +413,8 @@ static __device__ __forceinline__ void fmd_sw_loop(const fa_params & p, char * W
 #pragma unroll
             for (int kt = 0; kt < KT; ++kt)
 #pragma unroll
-                for (int hi = 0; hi < 2; ++hi) {
-                    const int d = kt * 16 + 2 * c + 8 * hi;
-                    const float x0 = act ? *(const float *)(qrow + d * p.qs.nb[0]) * (p.scale * LOG2E) : 0.0f;
-                    const float x1 = act ? *(const float *)(qrow + (d + 1) * p.qs.nb[0]) * (p.scale * LOG2E) : 0.0f;
-                    qb[kt][hi] = fm_pack(x0, x1);
-                }
+                for (int hi = 0; hi < 2; ++hi)
+                    qb[kt][hi] = fm_pack(qv[4 * kt + 2 * hi] * qs, qv[4 * kt + 2 * hi + 1] * qs);
         }
     }
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
@@ -549,7 +577,7 @@ static __device__ __forceinline__ void fmd_sw_loop(const fa_params & p, char * W
             s_ml[warp][j][1] = l[i];
         }
     }
-    fattn_vec_finish<W, 8, D, D >= 128 ? 2 : 1>(p, s_acc, s_ml, hk, split, n_q);
+    fattn_vec_finish<W, 8, D, D >= 128 ? 8 : 4>(p, s_acc, s_ml, hk, split, n_q);
 }
 
 template <int D, int W, int NS, bool Q8, bool SW>
@@ -586,6 +614,8 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
         last[i] = p.causal_n_past >= 0 ? p.causal_n_past + t[i] : INT_MAX;
         mrow[i] = p.mask && !exact1 ? p.mask + t[i] * p.ms.nb[1] + (h[i] % p.ms.ne[2]) * p.ms.nb[2] : nullptr;
     }
+    float qv[SW ? D / 4 : 1]; // SW: the query values, requested before the block's key range and first tiles
+    if constexpr (SW) fmd_sw_qload<D, Q8>(p, hk, g, c, qv);
     int kv_lo, kv1;
     fattn_block_keys(p, split, 0, p.n_tokens - 1, kv_lo, kv1);
     if (p.causal_n_past >= 0) kv1 = min(kv1, p.causal_n_past + p.n_tokens); // the last token's last key + 1
@@ -682,7 +712,7 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
         load_tile(key_w + s * step, s);
     if constexpr (SW) {
         fmd_sw_loop<D, W, NS, Q8>(p, Wsm, Ms, load_tile, key_w, kv_lo, kv1, t, last, mrow, mask_stage, one_row, kp, vp,
-                                  hk, split);
+                                  hk, split, qv);
         return;
     }
 
@@ -810,7 +840,7 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
             s_ml[warp][j][1] = l[i];
         }
     }
-    fattn_vec_finish<W, 16, D, D >= 128 ? 2 : 1>(p, s_acc, s_ml, hk, split, n_q);
+    fattn_vec_finish<W, 16, D, D >= 128 ? 8 : 4>(p, s_acc, s_ml, hk, split, n_q);
 }
 
 bool ggml_cuda_fattn_mma_dec_ok(const fa_params & p, const ggml_tensor * k, const ggml_tensor * v,
