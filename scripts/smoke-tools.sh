@@ -3,7 +3,8 @@
 # the README main job's greedy story, a q8_0 quantize round trip that still generates, a Q4_K_M mix
 # (type summary in gguf-info and main), quantize vs llama-quantize's files on the shared quant vectors,
 # perplexity, tokenize, graph-dump, main's llama.cpp flags (-i/-r on a scripted stdin, -st, --ignore-eos, -fa,
-# escapes, unsupported flags), then every bad input of scripts/bad-inputs.sh.
+# escapes, unsupported flags), scripts/fattn-trace.py on a made-up trace, then every bad input of
+# scripts/bad-inputs.sh.
 #   bash scripts/smoke-tools.sh [BUILD_DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -140,6 +141,21 @@ jinja_chat() {  # a ChatML template as the model's own: 46 prompt tokens (the te
     grep -o 'prompt eval time .* tokens' | sed 's/.*\/ *\([0-9]*\) tokens/[\1 tokens]/'
 }
 check "main --jinja --chat-template-file: the template renders the turn" "[46 tokens]" jinja_chat
+fattn_trace() {  # the decode attention timeline's summary (scripts/fattn-trace.py) on two made-up launches
+  {  # launch 1 at 0 ns; launch 2 at 100 us: block 0 0 waits 1 us, loops to 21 us, counts at 23 us; the last
+     # block (0 1) counts at 24 us, fences at 24.5 us and merges until 30 us; the other ends at 22 us
+    echo "FATTN 0 0 5 0 100000 101000 120000 121000 123000"
+    echo "FATTN 0 1 6 1 100000 101000 119000 121000 124000 124500 130000"
+    echo "FATTN 1 0 7 0 102000 103000 118000 119000 122000"
+    echo "FATTN 0 0 5 0 0 1000 20000 21000 23000"
+    echo "FATTN 0 1 6 1 0 1000 19000 21000 24000 24500 30000"
+    echo "unrelated output"
+  } > "$W/fattn.txt"
+  /usr/bin/python3 scripts/fattn-trace.py "$W/fattn.txt" --last 1 | tr -s ' ' | tr '\n' '|'
+}
+check "fattn-trace.py: one launch's phases" \
+  "2 launches, the last 1, 3 blocks; us, median (max)| start 0.00 (2.00)| wait 1.00 (1.00)| loop 20.00 (20.00)| finish 3.00 (3.00)| block end 22.50 (23.00)| merge fence 0.50 (0.50)| merge 5.50 (5.50)| launch end 30.00 (30.00)|" \
+  fattn_trace
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
 bash scripts/bad-inputs.sh "$build" > "$W/bad.md"

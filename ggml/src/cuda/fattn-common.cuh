@@ -4,6 +4,7 @@
 #pragma once
 #include "common.cuh"
 #include "fattn-range.cuh"
+#include "fattn-trace.cuh"
 #include "mmw-order.cuh"
 #include "quantize.cuh"
 
@@ -31,6 +32,9 @@ struct fa_params {
     int exact;     // per_token, or one token: a token whose range is exact (fattn-range.cuh) reads no mask (0 with
                    // GGML_CUDA_FATTN_EXACT=0, an A/B; fattn_token_exact)
     int lean;      // tensor-core decode kernel: lean tiles (fattn-mma.cu; 0 with GGML_CUDA_FATTN_LEAN=0, an A/B)
+#ifdef GGML_CUDA_FATTN_TRACE
+    int trace; // tensor-core decode kernel: print its per-block timeline (fattn-trace.cuh)
+#endif
 };
 
 typedef void (*fattn_vec_fn)(fa_params);
@@ -187,8 +191,13 @@ static __device__ __forceinline__ void fattn_vec_finish(const fa_params & p, con
     __syncthreads();
     if (threadIdx.x == 0) s_last = atomicAdd(p.counters + hk, 1) == p.n_split - 1;
     __syncthreads();
-    if (!s_last) return;
+    FA_TRACE(p, threadIdx.x == 0, FA_TR_COUNTED);
+    if (!s_last) {
+        FA_TRACE_PRINT(p, W, hk, split, false);
+        return;
+    }
     __threadfence();
+    FA_TRACE(p, threadIdx.x == 0, FA_TR_FENCED);
     // one output a thread per step, the loop rolled (see merge_splits: cold code; e unsigned: the signed form took
     // some quantized-cache decode kernels from 168 to 196 registers); a warp's 32 threads are 32 consecutive d of
     // one query at every e (n_q D and blockDim are multiples of 32 where q8s is set)
@@ -202,4 +211,5 @@ static __device__ __forceinline__ void fattn_vec_finish(const fa_params & p, con
         fattn_vec_store(p, hk, e / D, d[0], o[0]);
     }
     if (threadIdx.x == 0) p.counters[hk] = 0;
+    FA_TRACE_PRINT(p, W, hk, split, true);
 }

@@ -554,6 +554,7 @@ static __device__ __forceinline__ void fmd_sw_loop(const fa_params & p, char * W
         __syncwarp(); // the next iteration's load overwrites the stage NS - 1 tiles ahead: this one
     }
     cp_async_wait<0>();
+    FA_TRACE(p, lane == 0, FA_TR_LOOP + warp);
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
         l[i] += __shfl_xor_sync(0xffffffff, l[i], 4);
@@ -590,7 +591,9 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
     char * Wsm = (char *)fm_smem + warp * C::warp_bytes; // f16: [NS][2][BN][LD] halves; Q8: [NS][2][BN][RS] bytes
     half * Ts = (half *)(Wsm + NS * C::stage_bytes);     // Q8: the widened tile [2][BN][LD]
     char * Ms = (char *)fm_smem + W * C::warp_bytes + warp * NS * C::mask_bytes; // [NS][FMD_MT][BN]
+    FA_TRACE(p, threadIdx.x == 0, FA_TR_ENTRY);
     pdl_start();
+    FA_TRACE(p, threadIdx.x == 0, FA_TR_WAIT);
     const int hk = blockIdx.y, split = blockIdx.z;
     const int n_q = p.n_tokens * p.r; // <= 16 (SW: <= 8)
     const int mes = p.mask_f16 ? 2 : 4;
@@ -823,6 +826,7 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
         __syncwarp(); // the next iteration's load overwrites the stage NS - 1 tiles ahead: this one (Q8: and Ts)
     }
     cp_async_wait<0>();
+    FA_TRACE(p, lane == 0, FA_TR_LOOP + warp);
     __syncthreads(); // the tiles' space becomes the warps' merge space
 
     auto & s_acc = *reinterpret_cast<float(*)[W][16][D]>(fm_smem);

@@ -666,6 +666,10 @@ static bool fattn_mma_dec(ggml_cuda_context & ctx, fa_params & p, bool q8, const
     static const bool no_lean =
         std::getenv("GGML_CUDA_FATTN_LEAN") && std::atoi(std::getenv("GGML_CUDA_FATTN_LEAN")) == 0;
     p.lean = !no_lean;
+#ifdef GGML_CUDA_FATTN_TRACE
+    static const bool trace = std::getenv("GGML_CUDA_FATTN_TRACE") && std::atoi(std::getenv("GGML_CUDA_FATTN_TRACE"));
+    p.trace = trace && p.n_tokens == 1;
+#endif
     const bool took = fattn_take_side(p, side, dst, p.D % 32 == 0);
     fattn_vec_launch(ctx, p, fn, W, S, smem);
     return took;
