@@ -338,7 +338,8 @@ static __device__ __forceinline__ void fmd_sw_qload(const fa_params & p, int hk,
     const bool vec = p.qs.nb[0] == 4 && (uintptr_t)qrow % 16 == 0;
 #pragma unroll
     for (int k = 0; k < D / 4; ++k) {
-        const int d = Q8 ? 32 * (k / 8) + 16 * (k % 8 / 4) + 4 * c + k % 4 : 16 * (k / 4) + 8 * (k % 4 / 2) + 2 * c + k % 2;
+        const int d =
+            Q8 ? 32 * (k / 8) + 16 * (k % 8 / 4) + 4 * c + k % 4 : 16 * (k / 4) + 8 * (k % 4 / 2) + 2 * c + k % 2;
         constexpr int V = Q8 ? 4 : 2; // values of one vector load
         if (vec && k % V == 0) {
             if constexpr (Q8) {

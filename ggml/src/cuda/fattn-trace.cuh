@@ -35,8 +35,8 @@ template <int W> static __device__ __forceinline__ void fa_trace_print(int hk, i
         printf("FATTN %d %d %d 1 %llu %llu %llu %llu %llu %llu %llu\n", hk, split, sm, fa_tr[FA_TR_ENTRY],
                fa_tr[FA_TR_WAIT], lo, hi, fa_tr[FA_TR_COUNTED], fa_tr[FA_TR_FENCED], fa_tr_now());
     else
-        printf("FATTN %d %d %d 0 %llu %llu %llu %llu %llu\n", hk, split, sm, fa_tr[FA_TR_ENTRY], fa_tr[FA_TR_WAIT],
-               lo, hi, fa_tr[FA_TR_COUNTED]);
+        printf("FATTN %d %d %d 0 %llu %llu %llu %llu %llu\n", hk, split, sm, fa_tr[FA_TR_ENTRY], fa_tr[FA_TR_WAIT], lo,
+               hi, fa_tr[FA_TR_COUNTED]);
 }
 #define FA_TRACE_PRINT(p, W, hk, split, last)                                                                          \
     do {                                                                                                               \
