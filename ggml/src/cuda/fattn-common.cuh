@@ -43,62 +43,49 @@ typedef void (*fattn_vec_fn)(fa_params);
 // (fields read: dst, ds, D, n_tokens, n_head, r, n_split, part, ml).
 void ggml_cuda_fattn_combine(ggml_cuda_context & ctx, const fa_params & p);
 
-// Dims d[i] of global queries qg[i] (kv head * n_q + query; i < N, act[i]: wanted) merged over the n_split partials
-// (part, ml); nq_all = n_q * n_head_kv. The loads bypass L1 (__ldcg): the decode kernel's last block reads partials
-// other blocks of the same launch wrote. One pass (online: the running max rescales num and den per batch of MS_B
-// splits), every load of a batch and of the N outputs issued before any is used: the last block's merge is the
-// SM-idle tail of a split launch, and each L2 round trip in it counts (a loop step per split was ~13 us of tail at
-// 16 splits, ncu on an H200 at 1.4 GHz; two passes of batches of 8 for one output at a time, 8 round trips a thread
-// at D 128 and 4 queries, until the twenty-second session). N x MS_B x 3 values are in registers at once; both
-// callers take N 1 (fattn_vec_finish: MS_B 8 for the tensor-core decode kernels at D 128, else 4; the combine
-// launch 8). The batch loop stays rolled: the merge runs once a launch, in the last block of each kv head while the
-// other SMs idle, and its code is fetched cold (the weights streamed through L2 since the previous launch evicted
-// it). H200, Llama-3-8B q8_0 cache at depth 16384, the D 128 decode kernel's merge by in-kernel %globaltimer stamps:
-// 10.2 us with two outputs a thread and the loops unrolled (3.8 us when the same code ran again right after), 6.2 us
-// with one output a thread and the loops rolled (docs/cuda-notes.md, thirty-first session).
-template <int N, int MS_B>
-static __device__ __forceinline__ void merge_splits(const fa_params & p, const int64_t (&qg)[N], int64_t nq_all,
-                                                    const int (&d)[N], const bool (&act)[N], float (&out)[N]) {
-    float M[N], num[N], den[N];
-#pragma unroll
-    for (int n = 0; n < N; ++n) {
-        M[n] = -INFINITY;
-        num[n] = den[n] = 0.0f;
-    }
+// Dim d of global query qg (kv head * n_q + query) merged over the n_split partials (part, ml); nq_all = n_q *
+// n_head_kv. The loads bypass L1 (__ldcg): the decode kernel's last block reads partials other blocks of the same
+// launch wrote. One pass (online: the running max rescales num and den per batch of MS_B splits), every load of a
+// batch issued before any is used: the last block's merge is the SM-idle tail of a split launch, and each L2 round
+// trip in it counts (a loop step per split was ~13 us of tail at 16 splits, ncu on an H200 at 1.4 GHz; two passes of
+// batches of 8 for one output at a time, 8 round trips a thread at D 128 and 4 queries, until the twenty-second
+// session). MS_B x 3 values are in registers at once (fattn_vec_finish: 8 for the tensor-core decode kernels at
+// D 128, else 4; the combine launch 8). The batch loop stays rolled: the merge runs once a launch, in the last block
+// of each kv head while the other SMs idle, and its code is fetched cold (the weights streamed through L2 since the
+// previous launch evicted it). H200, Llama-3-8B q8_0 cache at depth 16384, the D 128 decode kernel's merge by
+// in-kernel %globaltimer stamps: 10.2 us with two outputs a thread and the loops unrolled (3.8 us when the same code
+// ran again right after), 6.2 us with one output a thread and the loops rolled (docs/cuda-notes.md, thirty-first
+// session).
+template <int MS_B>
+static __device__ __forceinline__ float merge_splits(const fa_params & p, int64_t qg, int64_t nq_all, int d) {
+    float M = -INFINITY, num = 0.0f, den = 0.0f;
 #pragma unroll 1
     for (int s0 = 0; s0 < p.n_split; s0 += MS_B) {
-        float2 ml[N][MS_B];
-        float pt[N][MS_B];
+        float2 ml[MS_B];
+        float pt[MS_B];
 #pragma unroll
-        for (int n = 0; n < N; ++n)
-#pragma unroll
-            for (int i = 0; i < MS_B; ++i) {
-                const bool in = act[n] && s0 + i < p.n_split;
-                ml[n][i] = in ? __ldcg(&p.ml[(s0 + i) * nq_all + qg[n]]) : make_float2(-INFINITY, 0.0f);
-                pt[n][i] = in ? __ldcg(&p.part[((s0 + i) * nq_all + qg[n]) * p.D + d[n]]) : 0.0f;
-            }
-#pragma unroll
-        for (int n = 0; n < N; ++n) {
-            float mb = M[n];
-#pragma unroll
-            for (int i = 0; i < MS_B; ++i)
-                mb = fmaxf(mb, ml[n][i].x);
-            if (mb == -INFINITY) continue; // nothing seen yet
-            const float sc = M[n] == -INFINITY ? 0.0f : expf(M[n] - mb);
-            num[n] *= sc;
-            den[n] *= sc;
-#pragma unroll
-            for (int i = 0; i < MS_B; ++i) {
-                const float w = ml[n][i].x == -INFINITY ? 0.0f : expf(ml[n][i].x - mb);
-                num[n] += w * pt[n][i];
-                den[n] += w * ml[n][i].y;
-            }
-            M[n] = mb;
+        for (int i = 0; i < MS_B; ++i) {
+            const bool in = s0 + i < p.n_split;
+            ml[i] = in ? __ldcg(&p.ml[(s0 + i) * nq_all + qg]) : make_float2(-INFINITY, 0.0f);
+            pt[i] = in ? __ldcg(&p.part[((s0 + i) * nq_all + qg) * p.D + d]) : 0.0f;
         }
-    }
+        float mb = M;
 #pragma unroll
-    for (int n = 0; n < N; ++n)
-        out[n] = den[n] > 0.0f ? num[n] / den[n] : 0.0f;
+        for (int i = 0; i < MS_B; ++i)
+            mb = fmaxf(mb, ml[i].x);
+        if (mb == -INFINITY) continue; // nothing seen yet
+        const float sc = M == -INFINITY ? 0.0f : expf(M - mb);
+        num *= sc;
+        den *= sc;
+#pragma unroll
+        for (int i = 0; i < MS_B; ++i) {
+            const float w = ml[i].x == -INFINITY ? 0.0f : expf(ml[i].x - mb);
+            num += w * pt[i];
+            den += w * ml[i].y;
+        }
+        M = mb;
+    }
+    return den > 0.0f ? num / den : 0.0f;
 }
 
 // output o of query j (of kv head hk), dim d; with p.q8s also quantized: called by all 32 lanes of a warp at
@@ -202,14 +189,8 @@ static __device__ __forceinline__ void fattn_vec_finish(const fa_params & p, con
     // some quantized-cache decode kernels from 168 to 196 registers); a warp's 32 threads are 32 consecutive d of
     // one query at every e (n_q D and blockDim are multiples of 32 where q8s is set)
 #pragma unroll 1
-    for (unsigned e = threadIdx.x; e < (unsigned)(n_q * D); e += blockDim.x) {
-        const bool act[1] = {true};
-        const int d[1] = {(int)(e % D)};
-        const int64_t qg[1] = {(int64_t)hk * n_q + e / D};
-        float o[1];
-        merge_splits<1, MS>(p, qg, nq_all, d, act, o);
-        fattn_vec_store(p, hk, e / D, d[0], o[0]);
-    }
+    for (unsigned e = threadIdx.x; e < (unsigned)(n_q * D); e += blockDim.x)
+        fattn_vec_store(p, hk, e / D, e % D, merge_splits<MS>(p, (int64_t)hk * n_q + e / D, nq_all, e % D));
     if (threadIdx.x == 0) p.counters[hk] = 0;
     FA_TRACE_PRINT(p, W, hk, split, true);
 }

@@ -128,14 +128,8 @@ static __global__ void k_fattn_combine(fa_params p) {
     const int hk = (int)(qg / n_q), qi = (int)(qg % n_q);
     const int t = qi / p.r, h = hk * p.r + qi % p.r;
     char * out = (char *)p.dst + h * p.ds.nb[1] + t * p.ds.nb[2];
-    for (int d = threadIdx.x; d < p.D; d += blockDim.x) {
-        const int64_t qgs[1] = {qg};
-        const int ds[1] = {d};
-        const bool act[1] = {true};
-        float o[1];
-        merge_splits<1, 8>(p, qgs, nq_all, ds, act, o);
-        *(float *)(out + d * p.ds.nb[0]) = o[0];
-    }
+    for (int d = threadIdx.x; d < p.D; d += blockDim.x)
+        *(float *)(out + d * p.ds.nb[0]) = merge_splits<8>(p, qg, nq_all, d);
 }
 
 void ggml_cuda_fattn_combine(ggml_cuda_context & ctx, const fa_params & p) {
