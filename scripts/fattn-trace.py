@@ -12,7 +12,6 @@ the launch's first block or as durations.
 """
 import argparse
 import statistics
-import sys
 
 GAP_NS = 15000
 
@@ -23,9 +22,12 @@ def launches(lines):
         f = line.split()
         if len(f) < 10 or f[0] != "FATTN":
             continue
-        hk, split, sm, last = map(int, f[1:5])
-        t = list(map(int, f[5:]))
-        if len(t) != (7 if last else 5):
+        try:
+            hk, split, sm, last = map(int, f[1:5])
+            t = list(map(int, f[5:]))
+        except ValueError:
+            t = None
+        if t is None or last not in (0, 1) or len(t) != (7 if last else 5):
             raise SystemExit(f"fattn-trace: malformed line: {line.strip()}")
         recs.append((hk, split, sm, last, t))
     recs.sort(key=lambda r: r[4][0])
@@ -45,6 +47,8 @@ def main():
     ap.add_argument("trace")
     ap.add_argument("--last", type=int, default=32)
     a = ap.parse_args()
+    if a.last < 1:
+        raise SystemExit(f"fattn-trace: --last {a.last}: must be 1 or more")
     try:
         with open(a.trace) as f:
             ls = launches(f)

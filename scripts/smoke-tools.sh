@@ -3,7 +3,7 @@
 # the README main job's greedy story, a q8_0 quantize round trip that still generates, a Q4_K_M mix
 # (type summary in gguf-info and main), quantize vs llama-quantize's files on the shared quant vectors,
 # perplexity, tokenize, graph-dump, main's llama.cpp flags (-i/-r on a scripted stdin, -st, --ignore-eos, -fa,
-# escapes, unsupported flags), scripts/fattn-trace.py on a made-up trace, then every bad input of
+# escapes, unsupported flags), scripts/fattn-trace.py on a made-up trace and its bad inputs, then every bad input of
 # scripts/bad-inputs.sh.
 #   bash scripts/smoke-tools.sh [BUILD_DIR]
 set -euo pipefail
@@ -156,6 +156,19 @@ fattn_trace() {  # the decode attention timeline's summary (scripts/fattn-trace.
 check "fattn-trace.py: one launch's phases" \
   "2 launches, the last 1, 3 blocks; us, median (max)| start 0.00 (2.00)| wait 1.00 (1.00)| loop 20.00 (20.00)| finish 3.00 (3.00)| block end 22.50 (23.00)| merge fence 0.50 (0.50)| merge 5.50 (5.50)| launch end 30.00 (30.00)|" \
   fattn_trace
+fattn_trace_bad() {  # each bad input: its one-line error, and "rc 0" where it exited 0
+  echo "FATTN 0 0 5 0 0 1000 x 21000 23000" > "$W/fattn-bad.txt"
+  echo "no trace here" > "$W/fattn-none.txt"
+  local args out
+  for args in "$W/none.txt" "$W/fattn-none.txt" "$W/fattn-bad.txt" "$W/fattn.txt --last 0"; do
+    # shellcheck disable=SC2086
+    if out=$(/usr/bin/python3 scripts/fattn-trace.py $args 2>&1); then echo "rc 0"; fi
+    printf '%s|' "$out"
+  done
+}
+check "fattn-trace.py: bad inputs are one-line errors with a non-zero exit" \
+  "fattn-trace: $W/none.txt: No such file or directory|fattn-trace: $W/fattn-none.txt: no FATTN lines (built with -DGGML_CUDA_FATTN_TRACE=ON, run with GGML_CUDA_FATTN_TRACE=1?)|fattn-trace: malformed line: FATTN 0 0 5 0 0 1000 x 21000 23000|fattn-trace: --last 0: must be 1 or more|" \
+  fattn_trace_bad
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
 bash scripts/bad-inputs.sh "$build" > "$W/bad.md"
