@@ -5,6 +5,7 @@
 // 4-byte aligned, read as ints. All N columns reuse each weight load.
 #include "mmvq.cuh"
 #include "q8repack.cuh"
+#include "qtypes.cuh" // qt_ld16, qt_ldh: the weight loads
 
 static __device__ __forceinline__ int load_int_b2(const uint16_t * p) { return (int)p[0] | ((int)p[1] << 16); }
 
@@ -165,8 +166,8 @@ static __global__ void __launch_bounds__(128)
 #pragma unroll
             for (int r = 0; r < R; ++r) {
                 if (ch < nch && r < nr) {
-                    w[u][r] = __ldg((const int4 *)(aq + (ra0 + r) * K) + ch);
-                    dw[u][r] = __half2float(ad[(ra0 + r) * (K / 32) + ch / 2]);
+                    w[u][r] = qt_ld16((const char *)(aq + (ra0 + r) * K + 16 * ch));
+                    dw[u][r] = qt_ldh((const char *)(ad + (ra0 + r) * (K / 32) + ch / 2));
                 } else {
                     w[u][r] = make_int4(0, 0, 0, 0);
                     dw[u][r] = 0.0f;
@@ -218,8 +219,8 @@ static __device__ __forceinline__ void q8r_load(const int4 * __restrict__ wrow, 
     for (int u = 0; u < U; ++u) {
         const int ch = ch0 + 32 * u;
         if (ch < nch) {
-            w[u] = __ldg(wrow + ch);
-            dw[u] = __half2float(drow[ch / 2]);
+            w[u] = qt_ld16((const char *)(wrow + ch));
+            dw[u] = qt_ldh((const char *)(drow + ch / 2));
         } else {
             w[u] = make_int4(0, 0, 0, 0);
             dw[u] = 0.0f;
