@@ -34,9 +34,10 @@ static inline qregs qt_regs_of(ggml_type type, const void * data, int64_t nblk) 
 // Loads of quantized weights: read once a step, constant for the whole grid (ld.global.nc, like __ldg, may run
 // above griddepcontrol.wait). L1::evict_first: a weight sector still serves the lane's other loads from it (q8_0's
 // two 16-byte halves of a 32-byte block), but the weights streaming through L1 no longer push out the activations
-// that every warp of the SM reads (H200, Llama-2-7B tg128: q8_0 +2.6%, q4_0 +1.8%, Q4_K_M +0.9%, pp512 level;
-// L1::no_allocate was 10% slower on q8_0 and Q4_K_M, whose loads share sectors; an L2 evict-first cache policy
-// cost registers, q4_0 -5%; the activations' loads with L1::evict_last added nothing; docs/cuda-notes.md).
+// that every warp of the SM reads (H200, Llama-2-7B tg128, two calls: q8_0 +3.0%, q4_0 +1.7%, Q4_K_M +0.9%; pp512
+// and batched decode level. L1::no_allocate was 10% slower on q8_0 and Q4_K_M, whose loads share sectors; an L2
+// evict-first cache policy cost registers, q4_0 -5%; the activations with L1::evict_last added nothing;
+// docs/cuda-notes.md, thirty-second session).
 static __device__ __forceinline__ int4 qt_ld16(const char * p) {
     int4 r;
     asm("ld.global.nc.L1::evict_first.v4.s32 {%0, %1, %2, %3}, [%4];"
