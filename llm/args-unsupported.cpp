@@ -37,7 +37,7 @@ bool llm_cli_is_unsupported(const std::string & flag) {
         // embeddings
         "--pooling", "--attention", "--embedding", "--embeddings", "--reranking", "--rerank",
         // devices, offload, tensor placement
-        "-dev", "--device", "-sm", "--split-mode", "-ts", "--tensor-split", "-ot", "--override-tensor", "-cmoe",
+        "-dev", "--device", "-ot", "--override-tensor", "-cmoe",
         "--cpu-moe", "-ncmoe", "--n-cpu-moe", "--no-host", "--op-offload",
         "--no-op-offload", "-fit", "--fit", "-fitt", "--fit-target", "-fitc", "--fit-ctx", "--rpc",
         // model sources and edits

@@ -150,6 +150,20 @@ cli_handler set_int(int llm_cli_params::*m, long lo, long hi) {
     return [=](parser & ps, const std::string & flag, llm_cli_params & p) { return ps.int_value(flag, p.*m, lo, hi); };
 }
 
+// a value converted by parse(value, &field); what: the error, %s the value then the flag
+template <typename T>
+cli_handler set_parsed(T llm_cli_params::*m, bool (*parse)(const std::string &, T *), const char * what) {
+    return [=](parser & ps, const std::string & flag, llm_cli_params & p) {
+        std::string v;
+        if (!ps.value(flag, v)) return false;
+        if (parse(v, &(p.*m))) return true;
+        std::string msg = what;
+        msg.replace(msg.find("%s"), 2, v);
+        msg.replace(msg.rfind("%s"), 2, flag); // after the value (which may hold a %s)
+        return ps.fail(msg);
+    };
+}
+
 // The options of `main`. d: default parameters, for the help text.
 std::vector<cli_opt> cli_options(const llm_cli_params & d) {
     const llm_sampler_params & ds = d.sampling;
@@ -233,6 +247,15 @@ std::vector<cli_opt> cli_options(const llm_cli_params & d) {
     o.push_back({{"-mg", "--main-gpu"}, "INDEX", CLI_GROUP_COMMON,
                  "the GPU for the offloaded layers (default: " + std::to_string(d.main_gpu) + ")",
                  set_int(&llm_cli_params::main_gpu, 0, 1023)});
+    o.push_back({{"-sm", "--split-mode"}, "{none,layer,row}", CLI_GROUP_COMMON,
+                 "how the offloaded layers spread over several GPUs: none (all on -mg), layer (consecutive layers on "
+                 "consecutive GPUs, by -ts; default); row is not supported yet",
+                 set_parsed(&llm_cli_params::split_mode, llm_split_mode_from_name,
+                            "unknown split mode '%s' for %s (none, layer, row)")});
+    o.push_back({{"-ts", "--tensor-split"}, "N0,N1,...", CLI_GROUP_COMMON,
+                 "each GPU's share of the layers with -sm layer, e.g. 3,1 (default: by free memory)",
+                 set_parsed(&llm_cli_params::tensor_split, llm_tensor_split_parse,
+                            "bad value '%s' for %s (non-negative numbers: 3,1)")});
     o.push_back({{"--mmap", "--no-mmap"}, nullptr, CLI_GROUP_COMMON,
                  "CPU weights used in place from the memory-mapped file (--mmap) or read into memory (--no-mmap) "
                  "(default: read into memory when some layer runs on the CPU and the model takes at most half of the "

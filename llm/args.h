@@ -9,6 +9,7 @@
 #pragma once
 
 #include "ggml.h"
+#include "llm.h"
 #include "sampling.h"
 
 #include <string>
@@ -26,6 +27,8 @@ struct llm_cli_params {
     int  n_threads = 0;           // -t (0: all cores)
     int  n_gpu_layers = 0;        // -ngl
     int  main_gpu = 0;            // -mg
+    llm_split_mode split_mode = LLM_SPLIT_LAYER;  // -sm
+    std::vector<float> tensor_split;              // -ts
     int  n_keep = 0;              // --keep (-1: the whole prompt)
     int  n_parallel = 1;          // -np: sequences decoded at once (the server's slots; main decodes one)
     int use_mmap = -1;            // --mmap (1) / --no-mmap (0); -1: llm_model_params' default

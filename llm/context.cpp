@@ -45,7 +45,7 @@ void llm_context_free(llm_context * ctx) {
     drop_graph(ctx);
     if (ctx->sched) ggml_backend_sched_free(ctx->sched);
     llm_kv_cache_free(ctx->kv);
-    if (ctx->gpu) ggml_backend_free(ctx->gpu);
+    for (auto * g : ctx->gpus) ggml_backend_free(g);
     if (ctx->cpu) ggml_backend_free(ctx->cpu);
     delete ctx;
 }
@@ -71,16 +71,17 @@ llm_context * llm_context_new(llm_model * model, const llm_context_params & para
     if (!ctx->cpu) return fail("cannot initialise the CPU backend");
     ggml_backend_cpu_set_n_threads(ctx->cpu, ctx->n_threads);
 #ifdef GGML_USE_CUDA
-    if (model->n_gpu_layers > 0 || model->output_on_gpu) {
-        ctx->gpu = ggml_backend_cuda_init(model->main_gpu);
-        if (!ctx->gpu) return fail("cannot initialise CUDA device " + std::to_string(model->main_gpu));
-        ctx->backends.push_back(ctx->gpu);
+    for (int dev : model->devices) {
+        ggml_backend_t g = ggml_backend_cuda_init(dev);
+        if (!g) return fail("cannot initialise CUDA device " + std::to_string(dev));
+        ctx->gpus.push_back(g);
+        ctx->backends.push_back(g);
     }
 #endif
     ctx->backends.push_back(ctx->cpu);
 
     if (!llm_kv_cache_init(ctx->kv, *model, ctx->n_ctx, params.n_seq_max, params.type_k, params.type_v,
-                           /*v_trans=*/!params.flash_attn, ctx->gpu, err)) {
+                           /*v_trans=*/!params.flash_attn, ctx->gpus, err)) {
         llm_context_free(ctx);
         return nullptr;
     }

@@ -111,7 +111,7 @@ void llm_kv_cache_free(llm_kv_cache & kv) {
 }
 
 bool llm_kv_cache_init(llm_kv_cache & kv, const llm_model & model, int n_ctx, int n_seq_max, ggml_type type_k,
-                       ggml_type type_v, bool v_trans, ggml_backend_t dev, std::string * err) {
+                       ggml_type type_v, bool v_trans, const std::vector<ggml_backend_t> & devs, std::string * err) {
     const std::string bad = llm_kv_types_check(model, type_k, type_v, !v_trans);
     if (!bad.empty()) {
         if (err) *err = bad;
@@ -144,8 +144,11 @@ bool llm_kv_cache_init(llm_kv_cache & kv, const llm_model & model, int n_ctx, in
         if (quantized && !ggml_backend_buft_is_host(buft)) {
             auto it = dev_ok.find(buft);
             if (it == dev_ok.end()) {
-                it = dev_ok.emplace(buft, dev && ggml_backend_supports_buft(dev, buft) &&
-                                              kv_ops_supported(dev, hp, type_k, type_v, v_trans)).first;
+                ggml_backend_t dev = nullptr;  // the device backend of this buffer type
+                for (ggml_backend_t b : devs) {
+                    if (ggml_backend_supports_buft(b, buft)) dev = b;
+                }
+                it = dev_ok.emplace(buft, dev && kv_ops_supported(dev, hp, type_k, type_v, v_trans)).first;
             }
             if (!it->second) {
                 buft = ggml_backend_cpu_buffer_type();
@@ -181,7 +184,7 @@ bool llm_kv_cache_init(llm_kv_cache & kv, const llm_model & model, int n_ctx, in
     if (n_moved > 0) {
         GGML_LOG_WARN("%s: %s has no kernels for a %s K / %s V cache: the KV cache of %d offloaded layer(s) stays in "
                       "host memory and its attention runs on the CPU\n",
-                      __func__, dev ? ggml_backend_name(dev) : "the device", ggml_type_name(type_k),
+                      __func__, devs.empty() ? "the device" : ggml_backend_name(devs[0]), ggml_type_name(type_k),
                       ggml_type_name(type_v), n_moved);
     }
     llm_kv_cache_clear(kv);

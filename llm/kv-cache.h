@@ -18,7 +18,7 @@
 // that is a multiple of 32); without it, a q4_0 K's attention mat-mul on the cache view is not a CUDA op.
 //
 //   llm_kv_cache kv;
-//   if (!llm_kv_cache_init(kv, model, 4096, 1, GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, /*v_trans=*/false, gpu, &err)) ...
+//   if (!llm_kv_cache_init(kv, model, 4096, 1, GGML_TYPE_Q8_0, GGML_TYPE_Q8_0, /*v_trans=*/false, {gpu}, &err)) ...
 //   llm_kv_place(kv, n, seq, pos, cells, &err);          // host: pick the cells of a batch's tokens
 //   // in a graph: store this step's k/v, then view the first n_kv cells for attention
 //   llm_kv_store(ctx, gf, kv, il, k_cur, v_cur, inp_cells);  // inp_cells: i32 [n_tokens] cells to write
@@ -67,10 +67,11 @@ struct llm_kv_cache {
 // without flash attention, a head size that is not a multiple of the block.
 std::string llm_kv_types_check(const llm_model & model, ggml_type type_k, ggml_type type_v, bool flash_attn);
 
-// dev: the device backend of the layers whose buffer type is not host memory (nullptr: none); asked whether
-// it runs the cache's ops (see above). Fails (false, err) on bad types (llm_kv_types_check) or out of memory.
+// devs: the device backends of the layers whose buffer type is not host memory (empty: none); the one whose
+// buffer type a layer has is asked whether it runs the cache's ops (see above). Fails (false, err) on bad types
+// (llm_kv_types_check) or out of memory.
 bool llm_kv_cache_init(llm_kv_cache & kv, const llm_model & model, int n_ctx, int n_seq_max, ggml_type type_k,
-                       ggml_type type_v, bool v_trans, ggml_backend_t dev, std::string * err);
+                       ggml_type type_v, bool v_trans, const std::vector<ggml_backend_t> & devs, std::string * err);
 void llm_kv_cache_free(llm_kv_cache & kv);
 void llm_kv_cache_clear(llm_kv_cache & kv);  // zero the tensors (no NaN garbage) and free every cell
 

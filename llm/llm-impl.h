@@ -38,10 +38,11 @@ struct llm_model {
 
     gguf_context * gguf = nullptr;
     ggml_context * ctx_meta = nullptr;  // one tensor per GGUF tensor; data points into the mapping
-    ggml_context * ctx_dev = nullptr;   // copies of the tensors that live in the device buffer
+    std::vector<int> devices;                   // the CUDA devices holding layers (split mode layer: in layer order)
+    std::vector<ggml_context *> ctx_dev;        // per device: copies of the tensors that live in its buffer
+    std::vector<ggml_backend_buffer_t> buf_dev; // per device: its weights
     ggml_context * ctx_host = nullptr;  // copies of the CPU tensors (use_mmap = false)
     ggml_backend_buffer_t buf_mmap = nullptr;  // CPU weights, zero copy over the GGUF data section
-    ggml_backend_buffer_t buf_dev = nullptr;   // GPU weights
     ggml_backend_buffer_t buf_host = nullptr;  // CPU weights copied (use_mmap = false)
     ggml_context * ctx_repack = nullptr;         // CPU mat-mul weights stored for the decode (cpu/repack.h)
     ggml_backend_buffer_t buf_repack = nullptr;  // their CPU_REPACK buffer
@@ -61,6 +62,11 @@ struct llm_model {
     std::vector<std::pair<std::string, size_t>> buffer_sizes;
     double t_load_ms = 0;
 };
+
+// Split mode layer: the device (index into share) of each offloaded layer and, when n_gpu_layers > n_layer, of the
+// output as one more entry: unit u of n goes to the first device whose cumulative share exceeds u / n (llama.cpp's
+// -sm layer rule). share: non-negative, some positive.
+std::vector<int> llm_layer_split(int n_layer, int n_gpu_layers, const std::vector<double> & share);
 
 // Which tokens of a step get logits: all, the last one, or those listed in inp_out_ids.
 enum llm_graph_out { LLM_OUT_ALL, LLM_OUT_LAST, LLM_OUT_IDS };
@@ -91,8 +97,8 @@ struct llm_context {
     int n_threads = 0;
 
     ggml_backend_t cpu = nullptr;
-    ggml_backend_t gpu = nullptr;
-    std::vector<ggml_backend_t> backends;  // priority order, CPU last
+    std::vector<ggml_backend_t> gpus;      // one CUDA backend per entry of llm_model::devices
+    std::vector<ggml_backend_t> backends;  // priority order (the devices in layer order), CPU last
     ggml_backend_sched_t sched = nullptr;
     size_t graph_size = 0;                 // max nodes of one step's graph
     std::vector<uint8_t> graph_mem;        // tensor headers + graph of the current step

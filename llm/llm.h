@@ -40,9 +40,16 @@ struct llm_hparams {
     int32_t n_embd_k_gqa() const { return n_embd_head * n_head_kv; }
 };
 
+// How the offloaded layers spread over several GPUs (-sm): NONE all on main_gpu; LAYER consecutive layers on
+// consecutive devices in proportion to tensor_split (default: their free memory), the output with the last layer's
+// device, the token embedding on the CPU, activations copied between devices by the scheduler. (ROW: not yet.)
+enum llm_split_mode { LLM_SPLIT_NONE = 0, LLM_SPLIT_LAYER = 1, LLM_SPLIT_ROW = 2 };
+
 struct llm_model_params {
     int  n_gpu_layers = 0;      // first N layers on the GPU; > n_layer also puts the output there
     int  main_gpu = 0;
+    llm_split_mode split_mode = LLM_SPLIT_LAYER;  // with one device (or -sm none: main_gpu alone) no split
+    std::vector<float> tensor_split;              // per CUDA device; empty: by free memory (-ts 3,1)
     // CPU weights: 1 used in place from the file mapping, 0 read into CPU buffers, -1 (default) read into them where
     // some layer stays on the CPU and the file's tensor data takes at most half of the available memory, else mapped
     int  use_mmap = -1;
@@ -57,6 +64,10 @@ struct llm_model_params {
     int       n_ctx_hint = 0;
     ggml_type type_k_hint = GGML_TYPE_F16, type_v_hint = GGML_TYPE_F16;
 };
+
+// -sm / -ts values: "none", "layer", "row" (any case); "3,1" or "3/1" (non-negative numbers). False on anything else.
+bool llm_split_mode_from_name(const std::string & name, llm_split_mode * mode);
+bool llm_tensor_split_parse(const std::string & s, std::vector<float> * split);
 
 struct llm_model;
 llm_model *         llm_model_load(const char * path, const llm_model_params & params, std::string * err);

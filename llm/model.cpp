@@ -5,9 +5,10 @@
 // available memory (use_mmap -1, the default; 0: always), else used in place from the file mapping (a CPU buffer
 // over the GGUF data section, usage WEIGHTS; use_mmap 1: always): decode streams them once a token, at up to 1.3x
 // the rate from the copy (docs/cpu-notes.md). Layers below n_gpu_layers (and the output when n_gpu_layers >
-// n_layer) are copied once into a device buffer.
+// n_layer) are copied once into the device buffer of their GPU: main_gpu's, or with split mode layer and several
+// GPUs consecutive layers on consecutive GPUs by tensor_split (llm_layer_split), the output with the last.
 // token_embd stays on the CPU (get_rows there, as llama.cpp does) unless the whole model is offloaded (-ngl above
-// n_layer) and fits: then it goes to the GPU too, so that a step's graph is one GPU split (no CPU get_rows, no copy of
+// n_layer) to one GPU and fits: then it goes to the GPU too, so that a step's graph is one GPU split (no CPU get_rows, no copy of
 // n_embd x n_tokens f32 rows to the device; for a tied output it is the output's copy itself).
 // LLM_EMBD_CPU=1 keeps it on the CPU (A/B, docs/perf.md).
 #include "llm-impl.h"
@@ -17,6 +18,7 @@
 #endif
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cinttypes>
 #include <cmath>
@@ -261,11 +263,11 @@ bool read_tensor_bytes(int fd, const gguf_context * g, const ggml_tensor * src, 
 
 void llm_model_free(llm_model * m) {
     if (!m) return;
-    if (m->buf_dev) ggml_backend_buffer_free(m->buf_dev);
+    for (auto * b : m->buf_dev) ggml_backend_buffer_free(b);
     if (m->buf_host) ggml_backend_buffer_free(m->buf_host);
     if (m->buf_mmap) ggml_backend_buffer_free(m->buf_mmap);
     if (m->buf_repack) ggml_backend_buffer_free(m->buf_repack);
-    ggml_free(m->ctx_dev);
+    for (auto * c : m->ctx_dev) ggml_free(c);
     ggml_free(m->ctx_host);
     ggml_free(m->ctx_repack);
     ggml_free(m->ctx_meta);
@@ -310,39 +312,92 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
                       gguf_get_n_tensors(m.gguf), tl.n_used);
     }
 
-    // ---- placement ---------------------------------------------------------------------------------
+    // ---- placement ----------------------------------------------------------------------------------
+    // The offloaded layers (and the output, counted as layer n_layer when n_gpu_layers > n_layer) go to m.devices:
+    // main_gpu alone, or with split mode layer every CUDA device with a share, by llm_layer_split.
     int n_gpu = 0;
-    ggml_backend_buffer_type_t buft_gpu = nullptr;
+    std::vector<ggml_backend_buffer_type_t> buft_dev;  // per entry of m.devices
+    std::vector<int> layer_dev(hp.n_layer, -1);       // per layer: index into m.devices, -1 the CPU
+    int output_dev = -1;
 #ifdef GGML_USE_CUDA
-    if (params.n_gpu_layers > 0 && ggml_backend_cuda_get_device_count() == 0) {
+    const int n_cuda = ggml_backend_cuda_get_device_count();
+    if (params.n_gpu_layers > 0 && n_cuda == 0) {
         GGML_LOG_WARN("%s: no CUDA device: -ngl %d ignored, running on the CPU\n", __func__, params.n_gpu_layers);
     } else if (params.n_gpu_layers > 0) {
-        buft_gpu = ggml_backend_cuda_buffer_type(params.main_gpu);
-        if (!buft_gpu) return tl.fail(strfmt("CUDA device %d is not available", params.main_gpu));
+        if (params.split_mode == LLM_SPLIT_ROW) {
+            return tl.fail("split mode row is not supported yet (use -sm layer or -sm none)");
+        }
+        if (params.main_gpu < 0 || params.main_gpu >= n_cuda) {
+            return tl.fail(strfmt("CUDA device %d is not available (%d found)", params.main_gpu, n_cuda));
+        }
         n_gpu = std::min(params.n_gpu_layers, hp.n_layer);
+        std::vector<int> devs;
+        std::vector<double> share;
+        if (params.split_mode == LLM_SPLIT_NONE || n_cuda == 1) {
+            devs = {params.main_gpu};
+            share = {1.0};
+        } else {
+            const auto & ts = params.tensor_split;
+            if ((int) ts.size() > n_cuda) {
+                return tl.fail(strfmt("--tensor-split has %d values for %d CUDA devices", (int) ts.size(), n_cuda));
+            }
+            for (int d = 0; d < n_cuda; ++d) {
+                double w = 0;
+                if (ts.empty()) {
+                    size_t fr = 0, tot = 0;
+                    ggml_backend_cuda_get_device_memory(d, &fr, &tot);
+                    w = (double) fr;
+                } else if (d < (int) ts.size()) {
+                    w = ts[d];
+                }
+                if (!(w >= 0) || !std::isfinite(w)) return tl.fail(strfmt("--tensor-split value %g for CUDA%d", w, d));
+                if (w > 0) {
+                    devs.push_back(d);
+                    share.push_back(w);
+                }
+            }
+            if (devs.empty()) return tl.fail("--tensor-split gives no CUDA device a share");
+        }
+        const std::vector<int> unit_dev = llm_layer_split(hp.n_layer, params.n_gpu_layers, share);
+        std::vector<int> slot(devs.size(), -1);  // devs index -> m.devices index (the devices that get something)
+        for (size_t u = 0; u < unit_dev.size(); ++u) {
+            const int i = unit_dev[u];
+            if (slot[i] < 0) {
+                ggml_backend_buffer_type_t b = ggml_backend_cuda_buffer_type(devs[i]);
+                if (!b) return tl.fail(strfmt("CUDA device %d is not available", devs[i]));
+                slot[i] = (int) m.devices.size();
+                m.devices.push_back(devs[i]);
+                buft_dev.push_back(b);
+            }
+            (u < (size_t) n_gpu ? layer_dev[u] : output_dev) = slot[i];
+        }
     }
 #endif
     m.n_gpu_layers = n_gpu;
-    m.output_on_gpu = buft_gpu && params.n_gpu_layers > hp.n_layer;
-    m.main_gpu = params.main_gpu;
+    m.output_on_gpu = output_dev >= 0;
+    m.main_gpu = m.devices.empty() ? params.main_gpu : m.devices[0];
+    const int n_dev = (int) m.devices.size();
+    // per device: free memory, and the KV cache of the context to come on its layers (0 without n_ctx_hint): both
+    // weighed against the weights before any upload
+    std::vector<size_t> free_mem(n_dev, 0), kv_bytes(n_dev, 0);
 #ifdef GGML_USE_CUDA
-    // free device memory, and the KV cache of the context to come on the offloaded layers (0 without n_ctx_hint):
-    // both weighed against the weights before any upload
-    size_t free_mem = 0, kv_bytes = 0;
-    if (buft_gpu) {
+    for (int i = 0; i < n_dev; ++i) {
         size_t total_mem = 0;
-        ggml_backend_cuda_get_device_memory(params.main_gpu, &free_mem, &total_mem);
+        ggml_backend_cuda_get_device_memory(m.devices[i], &free_mem[i], &total_mem);
+    }
+    if (params.n_ctx_hint > 0) {
         const int64_t n_embd_kv = hp.n_embd_k_gqa();
-        if (params.n_ctx_hint > 0) {
-            kv_bytes = (size_t) n_gpu * params.n_ctx_hint *
-                       (ggml_row_size(params.type_k_hint, n_embd_kv) + ggml_row_size(params.type_v_hint, n_embd_kv));
-        }
+        const size_t per_layer = (size_t) params.n_ctx_hint * (ggml_row_size(params.type_k_hint, n_embd_kv) +
+                                                               ggml_row_size(params.type_v_hint, n_embd_kv));
+        for (int il = 0; il < n_gpu; ++il) kv_bytes[layer_dev[il]] += per_layer;
     }
 #endif
 
     ggml_backend_buffer_type_t buft_cpu = ggml_backend_cpu_buffer_type();
     const size_t n_dev_tensors = 16 + 12 * (size_t) hp.n_layer;
-    m.ctx_dev = ggml_init({n_dev_tensors * ggml_tensor_overhead(), nullptr, true});
+    for (int i = 0; i < n_dev; ++i) {
+        m.ctx_dev.push_back(ggml_init({n_dev_tensors * ggml_tensor_overhead(), nullptr, true}));
+    }
     // CPU weights read into CPU buffers (use_mmap 0; -1: where some layer stays on the CPU and the file's tensor data
     // takes at most half of the available memory), else used in place from the file mapping
     bool copy_cpu = params.use_mmap == 0;
@@ -356,14 +411,15 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
 
     std::vector<copy_job> jobs_dev, jobs_host, jobs_repack;
     std::vector<ggml_tensor *> mmap_tensors;
-    std::map<std::pair<ggml_tensor *, bool>, ggml_tensor *> placed;  // (meta, gpu) -> final tensor
-    // mm: t is only ever a mat-mul weight, so a CPU copy may be repacked (the token embedding, read by get_rows, is
-    // not; a tied output is that same tensor)
-    auto place = [&](ggml_tensor * t, bool gpu, const char * name = nullptr, bool mm = false) -> ggml_tensor * {
+    std::map<std::pair<ggml_tensor *, int>, ggml_tensor *> placed;  // (meta, device or -1) -> final tensor
+    // dev: index into m.devices, -1 the CPU. mm: t is only ever a mat-mul weight, so a CPU copy may be repacked (the
+    // token embedding, read by get_rows, is not; a tied output is that same tensor)
+    auto place = [&](ggml_tensor * t, int dev, const char * name = nullptr, bool mm = false) -> ggml_tensor * {
         if (!t) return nullptr;
-        auto it = placed.find({t, gpu});
+        auto it = placed.find({t, dev});
         if (it != placed.end()) return it->second;
         ggml_tensor * out = t;
+        const bool gpu = dev >= 0;
         const bool repack = !gpu && mm && params.use_repack && ggml_backend_cpu_repack_wanted(t->type);
         if (repack) {
             if (!m.ctx_repack) m.ctx_repack = ggml_init({n_dev_tensors * ggml_tensor_overhead(), nullptr, true});
@@ -371,82 +427,93 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
             ggml_set_name(out, name ? name : t->name);
             jobs_repack.push_back({t, out});
         } else if (gpu || ctx_host) {
-            ggml_context * c = gpu ? m.ctx_dev : ctx_host;
+            ggml_context * c = gpu ? m.ctx_dev[dev] : ctx_host;
             out = ggml_dup_tensor(c, t);
             ggml_set_name(out, name ? name : t->name);
             (gpu ? jobs_dev : jobs_host).push_back({t, out});
         } else {
             mmap_tensors.push_back(t);
         }
-        placed[{t, gpu}] = out;
+        placed[{t, dev}] = out;
         return out;
     };
-    // the token embedding on the GPU with everything else, if the file's tensors and the KV cache fit in free memory
-    // (the file's bytes: the device copies of all its other tensors plus the embedding); a tied output's GPU copy is
-    // the embedding's
-    bool embd_gpu = m.output_on_gpu;
+    // the token embedding on the GPU with everything else, if there is one device and the file's tensors and the KV
+    // cache fit in its free memory (the file's bytes: the device copies of all its other tensors plus the embedding);
+    // a tied output's GPU copy is the embedding's. With the layers split over devices it stays on the CPU.
+    bool embd_gpu = m.output_on_gpu && n_dev == 1;
     if (const char * e = std::getenv("LLM_EMBD_CPU")) embd_gpu = embd_gpu && std::atoi(e) == 0;
 #ifdef GGML_USE_CUDA
     if (embd_gpu && !hp.tied_output) {
-        const size_t need = gguf_get_file_size(m.gguf) - gguf_get_data_offset(m.gguf) + kv_bytes;
-        if (need > free_mem) {
+        const size_t need = gguf_get_file_size(m.gguf) - gguf_get_data_offset(m.gguf) + kv_bytes[0];
+        if (need > free_mem[0]) {
             embd_gpu = false;
             GGML_LOG_INFO("%s: token_embd stays on the CPU: the model and its KV cache need %.1f MiB, CUDA%d has %.1f MiB "
-                          "free\n", __func__, mib(need), params.main_gpu, mib(free_mem));
+                          "free\n", __func__, mib(need), m.devices[0], mib(free_mem[0]));
         }
     }
 #endif
-    m.tok_embd = place(m.tok_embd, embd_gpu);
+    m.tok_embd = place(m.tok_embd, embd_gpu ? 0 : -1);
     m.tok_embd_on_gpu = embd_gpu;
     for (int il = 0; il < hp.n_layer; ++il) {
         llm_layer & L = m.layers[il];
-        const bool g = il < n_gpu;
-        L.on_gpu = g;
-        L.buft = g ? buft_gpu : buft_cpu;
+        const int d = layer_dev[il];
+        L.on_gpu = d >= 0;
+        L.buft = d >= 0 ? buft_dev[d] : buft_cpu;
         for (ggml_tensor ** w : {&L.attn_norm, &L.ffn_norm, &L.rope_freqs}) {
-            *w = place(*w, g);
+            *w = place(*w, d);
         }
         for (ggml_tensor ** w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) {
-            *w = place(*w, g, nullptr, true);
+            *w = place(*w, d, nullptr, true);
         }
     }
-    m.output_norm = place(m.output_norm, m.output_on_gpu);
+    m.output_norm = place(m.output_norm, output_dev);
     if (m.hp.tied_output) {
         ggml_tensor * src = ggml_get_tensor(m.ctx_meta, "token_embd.weight");
-        m.output = m.output_on_gpu ? place(src, true, "output.weight") : m.tok_embd;
+        m.output = output_dev >= 0 ? place(src, output_dev, "output.weight") : m.tok_embd;
     } else {
-        m.output = place(m.output, m.output_on_gpu, nullptr, true);
+        m.output = place(m.output, output_dev, nullptr, true);
     }
 
     // ---- buffers -----------------------------------------------------------------------------------
     size_t dev_bytes = 0, host_bytes = 0, mmap_bytes = 0, repack_bytes = 0;
-    for (auto & j : jobs_dev) dev_bytes += ggml_backend_buft_get_alloc_size(buft_gpu, j.dst);
+    std::vector<size_t> dev_bytes_of(n_dev, 0);
+    std::vector<int> dev_layers(n_dev, 0);
+    for (int il = 0; il < n_gpu; ++il) ++dev_layers[layer_dev[il]];
+    for (int d = 0; d < n_dev; ++d) {
+        for (ggml_tensor * t = ggml_get_first_tensor(m.ctx_dev[d]); t; t = ggml_get_next_tensor(m.ctx_dev[d], t)) {
+            dev_bytes_of[d] += ggml_backend_buft_get_alloc_size(buft_dev[d], t);
+        }
+        dev_bytes += dev_bytes_of[d];
+    }
     for (auto & j : jobs_host) host_bytes += ggml_nbytes(j.dst);
     for (auto & j : jobs_repack) repack_bytes += ggml_nbytes(j.dst);
     for (auto * t : mmap_tensors) mmap_bytes += ggml_nbytes(t);
 
-    if (!jobs_dev.empty()) {
+    for (int d = 0; d < n_dev; ++d) {
+        if (dev_bytes_of[d] == 0) continue;
+        const char * name = ggml_backend_buft_name(buft_dev[d]);
 #ifdef GGML_USE_CUDA
-        if (dev_bytes + kv_bytes > free_mem) {
-            if (kv_bytes == 0) {
-                return tl.fail(strfmt("out of device memory: %d layers need %.1f MiB of weights, CUDA%d has %.1f MiB "
-                                      "free", n_gpu, mib(dev_bytes), params.main_gpu, mib(free_mem)));
+        if (dev_bytes_of[d] + kv_bytes[d] > free_mem[d]) {
+            if (kv_bytes[d] == 0) {
+                return tl.fail(strfmt("out of device memory: %d layers need %.1f MiB of weights, %s has %.1f MiB free",
+                                      dev_layers[d], mib(dev_bytes_of[d]), name, mib(free_mem[d])));
             }
             return tl.fail(strfmt("out of device memory: n_ctx %d needs %.1f MiB of KV cache (%s K, %s V) + %.1f MiB of "
-                                  "weights on %d layers, CUDA%d has %.1f MiB free; use a smaller -c, a quantized cache "
+                                  "weights on %d layers, %s has %.1f MiB free; use a smaller -c, a quantized cache "
                                   "(-ctk/-ctv q8_0) or fewer -ngl",
-                                  params.n_ctx_hint, mib(kv_bytes), ggml_type_name(params.type_k_hint),
-                                  ggml_type_name(params.type_v_hint), mib(dev_bytes), n_gpu, params.main_gpu,
-                                  mib(free_mem)));
+                                  params.n_ctx_hint, mib(kv_bytes[d]), ggml_type_name(params.type_k_hint),
+                                  ggml_type_name(params.type_v_hint), mib(dev_bytes_of[d]), dev_layers[d], name,
+                                  mib(free_mem[d])));
         }
 #endif
-        m.buf_dev = ggml_backend_alloc_ctx_tensors_from_buft(m.ctx_dev, buft_gpu);
-        if (!m.buf_dev) {
-            return tl.fail(strfmt("out of device memory: allocating %.1f MiB of weights on %s failed", mib(dev_bytes),
-                                  ggml_backend_buft_name(buft_gpu)));
+        ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors_from_buft(m.ctx_dev[d], buft_dev[d]);
+        if (!buf) {
+            return tl.fail(strfmt("out of device memory: allocating %.1f MiB of weights on %s failed",
+                                  mib(dev_bytes_of[d]), name));
         }
-        ggml_backend_buffer_set_usage(m.buf_dev, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-        m.buffer_sizes.push_back({ggml_backend_buft_name(buft_gpu), ggml_backend_buffer_get_size(m.buf_dev)});
+        m.buf_dev.push_back(buf);
+        ggml_backend_buffer_set_usage(buf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+        m.buffer_sizes.push_back({name, ggml_backend_buffer_get_size(buf)});
     }
     if (ctx_host) {
         m.buf_host = ggml_backend_alloc_ctx_tensors_from_buft(ctx_host, buft_cpu);
@@ -500,11 +567,66 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
     if (params.progress && total == 0) params.progress(1.0f);
 
     if (params.verbose || !jobs_dev.empty()) {
+        std::string where = n_dev == 0 ? "-" : "";  // "CUDA0" or "CUDA0 (layers 0-15), CUDA1 (16-31)"
+        for (int d = 0, il = 0; d < n_dev; ++d) {
+            where += (d ? ", " : "") + std::string(ggml_backend_buft_name(buft_dev[d]));
+            if (n_dev == 1) break;
+            const int first = il;
+            while (il < n_gpu && layer_dev[il] == d) ++il;
+            where += il > first ? strfmt(" (layers %d-%d)", first, il - 1) : std::string(" (output)");
+        }
         GGML_LOG_INFO("%s: %d/%d layers on %s (%.1f MiB VRAM), CPU weights %.1f MiB%s, output on %s, token_embd on "
-                      "%s\n", __func__, n_gpu, hp.n_layer, buft_gpu ? ggml_backend_buft_name(buft_gpu) : "-",
-                      mib(dev_bytes), mib(mmap_bytes + host_bytes + repack_bytes), ctx_host ? "" : " (mmap)",
-                      m.output_on_gpu ? "GPU" : "CPU", m.tok_embd_on_gpu ? "GPU" : "CPU");
+                      "%s\n", __func__, n_gpu, hp.n_layer, where.c_str(), mib(dev_bytes),
+                      mib(mmap_bytes + host_bytes + repack_bytes), ctx_host ? "" : " (mmap)",
+                      m.output_on_gpu ? ggml_backend_buft_name(ggml_backend_buffer_get_type(m.output->buffer)) : "CPU",
+                      m.tok_embd_on_gpu ? "GPU" : "CPU");
     }
+    return true;
+}
+
+std::vector<int> llm_layer_split(int n_layer, int n_gpu_layers, const std::vector<double> & share) {
+    const int n_gpu = std::min(n_gpu_layers, n_layer);
+    const int n_units = n_gpu + (n_gpu_layers > n_layer ? 1 : 0);
+    double sum = 0;
+    for (double w : share) sum += w;
+    std::vector<int> dev(n_units, (int) share.size() - 1);
+    for (int u = 0; u < n_units; ++u) {
+        double cum = 0;
+        for (size_t i = 0; i < share.size(); ++i) {
+            cum += share[i] / sum;
+            if ((double) u / n_units < cum - 1e-9) {
+                dev[u] = (int) i;
+                break;
+            }
+        }
+    }
+    return dev;
+}
+
+bool llm_split_mode_from_name(const std::string & name, llm_split_mode * mode) {
+    std::string n = name;
+    for (char & c : n) c = (char) std::tolower((unsigned char) c);
+    if (n == "none") *mode = LLM_SPLIT_NONE;
+    else if (n == "layer") *mode = LLM_SPLIT_LAYER;
+    else if (n == "row") *mode = LLM_SPLIT_ROW;
+    else return false;
+    return true;
+}
+
+bool llm_tensor_split_parse(const std::string & s, std::vector<float> * split) {
+    std::vector<float> out;
+    size_t i = 0;
+    while (i <= s.size()) {
+        const size_t j = std::min(s.find_first_of(",/", i), s.size());
+        const std::string tok = s.substr(i, j - i);
+        char * end = nullptr;
+        errno = 0;
+        const float v = tok.empty() ? -1.0f : std::strtof(tok.c_str(), &end);
+        if (tok.empty() || errno || *end || !(v >= 0) || !std::isfinite(v)) return false;
+        out.push_back(v);
+        i = j + 1;
+    }
+    *split = std::move(out);
     return true;
 }
 

@@ -1,9 +1,11 @@
 // The `main` flag parser: llama.cpp's names and defaults, values, ranges, one-line errors naming the flag, the
 // flags llama.cpp has and main does not, escape processing, --help.
 #include "args.h"
+#include "llm-impl.h" // llm_layer_split
 
 #include "doctest_cstr.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <initializer_list>
@@ -273,7 +275,7 @@ TEST_CASE("llm_process_escapes: llama.cpp's set; anything else is left as writte
 
 TEST_CASE("llama.cpp flags main does not implement say so; unknown ones stay unknown") {
     for (const char * f : {"--lora", "--lora-scaled", "--control-vector", "-md", "--model-draft", "--draft-max",
-                           "--draft", "--mmproj", "--image", "--rpc", "-sm", "--split-mode", "-ts", "--tensor-split",
+                           "--draft", "--mmproj", "--image", "--rpc", "-dev", "--device",
                            "--numa", "--override-kv", "--yarn-orig-ctx", "--yarn-ext-factor", "--rope-scaling",
                            "--rope-freq-base", "--embedding", "--reranking", "--pooling", "-dt", "--defrag-thold",
                            "--cache-reuse", "--spec-replace", "-lcs", "--lookup-cache-dynamic", "-hf", "--hf-repo",
@@ -312,7 +314,7 @@ TEST_CASE("llama.cpp flags main does not implement say so; unknown ones stay unk
                            "--log-disable", "--chat-template-file", "--jinja", "--grammar", "--grammar-file", "-j",
                            "-jf", "-sp", "--no-display-prompt", "-co", "--color", "-np", "--no-escape", "-e", "-v",
                            "-mg", "-sysf", "-bf", "-mli", "-ctk", "-ctv", "-ngl", "--keep", "--context-shift", "-nr",
-                           "--no-repack", "--repack"}) {
+                           "--no-repack", "--repack", "-sm", "--split-mode", "-ts", "--tensor-split"}) {
         CHECK_MESSAGE(!llm_cli_is_unsupported(f), f);
     }
 }
@@ -336,6 +338,9 @@ TEST_CASE("bad flag values give an error naming the flag") {
         {{"-s", "x"}, "invalid seed"},
         {{"--repeat-penalty", "0"}, "must be > 0"},
         {{"-mg", "-1"}, "out of range"},
+        {{"-sm", "rows"}, "unknown split mode 'rows' for -sm (none, layer, row)"},
+        {{"-ts", "1,-1"}, "bad value '1,-1' for -ts"},
+        {{"--tensor-split", "3,,1"}, "bad value '3,,1' for --tensor-split"},
         {{"--in-prefix"}, "missing value for --in-prefix"},
         {{"--x\ny"}, "unknown argument: --x\\x0ay"},
     };
@@ -343,6 +348,40 @@ TEST_CASE("bad flag values give an error naming the flag") {
         const std::string err = parse_err(c.argv);
         CHECK_MESSAGE(err.find(c.expect) != std::string::npos, err);
     }
+}
+
+TEST_CASE("several GPUs: -sm none|layer|row (any case), -ts with commas or slashes, layer by default") {
+    llm_cli_params p;
+    std::string err;
+    CHECK(p.split_mode == LLM_SPLIT_LAYER);
+    CHECK(p.tensor_split.empty());
+    REQUIRE(parse({"-sm", "None", "-ts", "3,1"}, p, err));
+    CHECK(p.split_mode == LLM_SPLIT_NONE);
+    CHECK(p.tensor_split == std::vector<float>{3, 1});
+    REQUIRE(parse({"--split-mode", "row", "--tensor-split", "0.5/0/1.5"}, p, err));
+    CHECK(p.split_mode == LLM_SPLIT_ROW); // parsed; the model load says it is not supported yet
+    CHECK(p.tensor_split == std::vector<float>{0.5f, 0, 1.5f});
+    std::vector<float> ts;
+    for (const char * bad : {"", ",", "1,", "a", "1e999", "nan", "-0.5", "1 2"}) {
+        CHECK_MESSAGE(!llm_tensor_split_parse(bad, &ts), bad);
+    }
+}
+
+// llama.cpp's rule: unit u of n (the offloaded layers, then the output when -ngl > n_layer) on the first device whose
+// cumulative share exceeds u / n
+TEST_CASE("-sm layer: consecutive layers on consecutive devices by share, the output counted as one more layer") {
+    using v = std::vector<int>;
+    CHECK(llm_layer_split(4, 4, {1, 1}) == v{0, 0, 1, 1});
+    CHECK(llm_layer_split(3, 4, {1, 1}) == v{0, 0, 1, 1});  // 3 layers + the output
+    CHECK(llm_layer_split(3, 2, {1, 1}) == v{0, 1});        // layer 2 on the CPU
+    CHECK(llm_layer_split(3, 2, {2, 1}) == v{0, 0});
+    CHECK(llm_layer_split(5, 6, {1, 3}) == v{0, 0, 1, 1, 1, 1});
+    CHECK(llm_layer_split(4, 99, {1, 1, 1, 1}) == v{0, 0, 1, 2, 3}); // 5 units over 4 devices
+    CHECK(llm_layer_split(6, 6, {3, 0, 3}) == v{0, 0, 0, 2, 2, 2});  // a share of 0: no layer
+    const v l32 = llm_layer_split(32, 33, {1, 1});                 // Llama-2-7B at -ngl 33: 17 + 15 and the output
+    CHECK(std::count(l32.begin(), l32.end(), 0) == 17);
+    CHECK(l32.back() == 1);
+    CHECK(std::is_sorted(l32.begin(), l32.end()));
 }
 
 TEST_CASE("KV cache types: -ctk / -ctv (any case), --cache-type sets both, a quantized V with -fa") {

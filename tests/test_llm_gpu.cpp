@@ -21,11 +21,15 @@
 
 namespace {
 
-// the model at path with ngl layers on the GPU (*m) and a context of 256 cells on it
-llm_context * open_ctx(const std::string & path, int ngl, bool flash, ggml_type kv, llm_model ** m) {
+// the model at path with ngl layers on the GPU (*m) and a context of 256 cells on it; one GPU (CUDA0) unless a split
+// mode and tensor split say otherwise
+llm_context * open_ctx(const std::string & path, int ngl, bool flash, ggml_type kv, llm_model ** m,
+                       llm_split_mode sm = LLM_SPLIT_NONE, const std::vector<float> & ts = {}) {
     std::string err;
     llm_model_params mp;
     mp.n_gpu_layers = ngl;
+    mp.split_mode = sm;
+    mp.tensor_split = ts;
     *m = llm_model_load(path.c_str(), mp, &err);
     REQUIRE_MESSAGE(*m != nullptr, err);
     llm_context_params cp;
@@ -40,10 +44,15 @@ llm_context * open_ctx(const std::string & path, int ngl, bool flash, ggml_type 
 
 // logits of a prompt (last token) and of n_decode single steps after it
 std::vector<std::vector<float>> run(const std::string & path, int ngl, bool flash, const std::vector<int32_t> & toks,
-                                    int n_prompt, ggml_type kv = GGML_TYPE_F32) {
+                                    int n_prompt, ggml_type kv = GGML_TYPE_F32, llm_split_mode sm = LLM_SPLIT_NONE,
+                                    const std::vector<float> & ts = {}, int * n_devices = nullptr) {
     std::string err;
     llm_model * m = nullptr;
-    llm_context * c = open_ctx(path, ngl, flash, kv, &m);
+    llm_context * c = open_ctx(path, ngl, flash, kv, &m, sm, ts);
+    if (n_devices) {
+        *n_devices = 0;
+        for (const auto & b : llm_model_buffer_sizes(m)) *n_devices += b.first.rfind("CUDA", 0) == 0;
+    }
     const int n_vocab = llm_model_hparams(m).n_vocab;
     std::vector<std::vector<float>> out;
     REQUIRE_MESSAGE(llm_decode(c, toks.data(), n_prompt, &err), err);
@@ -341,6 +350,45 @@ TEST_CASE("decode steps replay the captured CUDA graph") {
     }
 }
 
+// Two GPUs, split mode layer (llama.cpp's -sm layer): consecutive layers on consecutive devices in proportion to the
+// tensor split, the output with the last, activations copied between the devices by the scheduler. The logits of
+// every split point (ngl 2..4 of 3 layers, shares 1:1, 1:2, 2:1) equal those of one GPU within 1e-5 relative (the same
+// kernels on the same architecture), for f32 weights with GQA and rope_freqs (a copy of it on each device) and q8_0
+// weights with a tied output, f16 and q8_0 KV caches; a share of 0 keeps a device out. SKIPs with fewer than two
+// CUDA devices.
+TEST_CASE("layer split over two GPUs: the logits of one GPU at every split point") {
+    if (ggml_backend_cuda_get_device_count() < 2) {
+        MESSAGE("SKIP: " << ggml_backend_cuda_get_device_count() << " CUDA device(s)");
+        return;
+    }
+    const std::vector<int32_t> toks = random_tokens(30, 300, 9);
+    // head sizes 32 and 64: a q8_0 cache needs a multiple of 32
+    const std::string l3 = gen_model("gpu_l3_256_f32", std::string(k_l3_256) + " --outtype f32 --seed 12");
+    const std::string l2 = gen_model("gpu_l2_q8_tied", std::string(k_l2) + " --outtype q8_0 --tied --seed 23");
+    for (const std::string & path : {l3, l2}) {
+        for (ggml_type kv : {GGML_TYPE_F16, GGML_TYPE_Q8_0}) {
+            for (int ngl = 2; ngl <= 4; ++ngl) {
+                const auto ref = run(path, ngl, true, toks, 24, kv);
+                for (const std::vector<float> & ts : {std::vector<float>{1, 1}, {1, 2}, {2, 1}}) {
+                    int n_dev = 0;
+                    const auto got = run(path, ngl, true, toks, 24, kv, LLM_SPLIT_LAYER, ts, &n_dev);
+                    double worst = 0;
+                    for (size_t i = 0; i < ref.size(); ++i)
+                        worst = std::max(worst, rel_err(got[i].data(), ref[i].data(), 300));
+                    INFO(path << " kv " << ggml_type_name(kv) << " ngl " << ngl << " -ts " << ts[0] << "," << ts[1]);
+                    CHECK(n_dev == (ngl == 2 && ts[0] == 2 ? 1 : 2)); // 2 layers at 2:1: both on CUDA0
+                    CHECK(worst < 1e-5);
+                    MESSAGE(path << " kv " << ggml_type_name(kv) << " ngl " << ngl << " -ts " << ts[0] << "," << ts[1]
+                                 << ": " << worst);
+                }
+            }
+        }
+        int n_dev = 0;
+        run(path, 4, true, toks, 24, GGML_TYPE_F16, LLM_SPLIT_LAYER, {0, 1}, &n_dev);
+        CHECK(n_dev == 1);
+    }
+}
+
 // -c too large for the GPU (llm-main/llm-server pass n_ctx as n_ctx_hint): the load fails with one line that
 // names n_ctx, the KV cache and the free memory, before any weight is uploaded (the progress callback, called as
 // the upload goes, never runs); it does not abort. A context that fits loads as usual.
@@ -350,6 +398,7 @@ TEST_CASE("an n_ctx whose KV cache cannot fit on the GPU fails the load before a
     int n_progress = 0;
     llm_model_params mp;
     mp.n_gpu_layers = 99;
+    mp.split_mode = LLM_SPLIT_NONE; // CUDA0 alone, also on a machine with several
     mp.progress = [&n_progress](float) {
         ++n_progress;
         return true;

@@ -28,6 +28,8 @@ struct params {
     int  n_ctx = 0;  // 0: the largest test needs
     int  n_batch = 512;
     int  n_gpu_layers = 99;
+    llm_split_mode split_mode = LLM_SPLIT_LAYER;  // -sm none|layer
+    std::vector<float> tensor_split;              // -ts 3,1
     int  n_threads = 0;
     bool flash_attn = false;
     bool shared_prompt = false;
@@ -44,6 +46,8 @@ void usage(const char * prog) {
            "  -c N          context cells (default: the largest B x (PP + TG))\n"
            "  -b N          tokens per graph (default 512)\n"
            "  -ngl N        layers on the GPU (default 99)\n"
+           "  -sm MODE      several GPUs: none (GPU 0 alone) or layer (default; by -ts)\n"
+           "  -ts N0,N1..   each GPU's share of the layers with -sm layer (default: by free memory)\n"
            "  -t N          CPU threads (default: all cores)\n"
            "  -fa 0|1       flash attention (default 0)\n"
            "  -ctk T, -ctv T  KV cache types: f16 (default), f32, q8_0, q4_0\n"
@@ -78,7 +82,7 @@ bool parse(int argc, char ** argv, params & p, std::string * err) {
             continue;
         }
         static const char * with_value[] = {"-m", "-npp", "-ntg", "-npl", "-c", "-b", "-ngl", "-t", "-fa", "-ctk",
-                                            "-ctv", "-o", "--cache-type-k", "--cache-type-v"};
+                                            "-ctv", "-o", "--cache-type-k", "--cache-type-v", "-sm", "-ts"};
         if (std::find_if(std::begin(with_value), std::end(with_value), [&](const char * f) { return a == f; }) ==
             std::end(with_value)) {
             *err = "unknown argument: " + a;
@@ -98,6 +102,8 @@ bool parse(int argc, char ** argv, params & p, std::string * err) {
         else if (a == "-o") ok = v == "md" || v == "json", p.output = v;
         else if (a == "-ctk" || a == "--cache-type-k") ok = llm_kv_type_from_name(v, &p.type_k);
         else if (a == "-ctv" || a == "--cache-type-v") ok = llm_kv_type_from_name(v, &p.type_v);
+        else if (a == "-sm") ok = llm_split_mode_from_name(v, &p.split_mode);
+        else if (a == "-ts") ok = llm_tensor_split_parse(v, &p.tensor_split);
         else {
             ok = parse_list(v, one, 0) && one.size() == 1;
             if (ok) {
@@ -173,6 +179,8 @@ int main(int argc, char ** argv) {
 
     llm_model_params mp;
     mp.n_gpu_layers = p.n_gpu_layers;
+    mp.split_mode = p.split_mode;
+    mp.tensor_split = p.tensor_split;
     llm_model * model = llm_model_load(p.model.c_str(), mp, &err);
     if (!model) {
         fprintf(stderr, "error: %s\n", err.c_str());

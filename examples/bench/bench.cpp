@@ -56,6 +56,8 @@ struct bench_params {
     int  flash_attn = -1;  // -fa: 0, 1, or -1 (auto: on where llm_flash_attn_supported, as main's -fa auto)
     int  use_mmap = -1; // llm_model_params' default: the CPU weights read into memory where they fit
     bool use_repack = true;  // -nr 0|1
+    llm_split_mode split_mode = LLM_SPLIT_LAYER;  // -sm none|layer
+    std::vector<float> tensor_split;              // -ts 3,1
     ggml_type type_k = GGML_TYPE_F16, type_v = GGML_TYPE_F16;  // -ctk, -ctv
     bool roofline = true;
     int  probe_mib = 0;  // 0: membw_probe_bytes()
@@ -75,6 +77,8 @@ void usage(const char * prog) {
            "  -fa 0|1|auto  flash attention (default auto: on where the model's layers and cache types have it)\n"
            "  -ctk T, -ctv T  KV cache type of K / V: f16 (default), f32, q8_0, q4_0 (a quantized V needs -fa 1 or\n"
            "                auto)\n"
+           "  -sm MODE      several GPUs: none (-mg's alone; here GPU 0) or layer (default; by -ts)\n"
+           "  -ts N0,N1..   each GPU's share of the layers with -sm layer (default: by free memory)\n"
            "  -mmp 0|1      1: the CPU weights in place from the file mapping, 0: read into memory (default: read\n"
            "                into memory where some layer runs on the CPU and the model takes at most half of the\n"
            "                available memory, else mapped)\n"
@@ -138,7 +142,7 @@ bool parse_args(int argc, char ** argv, bench_params & p, std::string & err) {
             continue;
         }
         static const char * known[] = {"-m", "-p", "-n", "-d", "-ngl", "-t", "-b", "-r", "-fa", "-mmp", "-nr", "-o",
-                                       "--probe-mib"};
+                                       "--probe-mib", "-sm", "-ts"};
         if (std::find(std::begin(known), std::end(known), a) == std::end(known)) {
             err = "unknown argument " + a;
             return false;
@@ -157,6 +161,8 @@ bool parse_args(int argc, char ** argv, bench_params & p, std::string & err) {
         else if (a == "-t") ok = parse_int(v, p.n_threads) && p.n_threads > 0;
         else if (a == "-b") ok = parse_int(v, p.n_batch) && p.n_batch > 0;
         else if (a == "-r") ok = parse_int(v, p.reps) && p.reps > 0;
+        else if (a == "-sm") ok = llm_split_mode_from_name(v, &p.split_mode);
+        else if (a == "-ts") ok = llm_tensor_split_parse(v, &p.tensor_split);
         else if (a == "--probe-mib") ok = parse_int(v, p.probe_mib) && p.probe_mib > 0 && p.probe_mib <= (1 << 20);
         else if (a == "-fa") {
             int f = -1;
@@ -443,6 +449,8 @@ int main(int argc, char ** argv) {
     for (const std::string & path : bp.models) {
         llm_model_params mp;
         mp.n_gpu_layers = bp.n_gpu_layers;
+        mp.split_mode = bp.split_mode;
+        mp.tensor_split = bp.tensor_split;
         mp.use_mmap = bp.use_mmap;
         mp.use_repack = bp.use_repack;
         llm_model * model = llm_model_load(path.c_str(), mp, &err);

@@ -39,6 +39,9 @@ std::string srv_params_usage(const char * prog) {
                              when the built-in templates do not recognise it)
   -t,   --threads N          CPU threads (default: all)
   -ngl, --n-gpu-layers N     layers on the GPU
+  -sm,  --split-mode MODE    several GPUs: none (-mg's alone) or layer (default: consecutive layers, by -ts)
+  -ts,  --tensor-split N0,N1 each GPU's share of the layers with -sm layer (default: by free memory)
+  -mg,  --main-gpu N         the GPU with -sm none (default 0)
   -nr,  --no-repack          CPU weights as stored in the file (default: q4_0, q4_K, q6_K in 8-row groups on AVX2)
   -fa,  --flash-attn [on|off|auto]  fused attention (default auto: on where the backend has the kernel)
   -ctk, --cache-type-k TYPE  K cache type: )";
@@ -134,6 +137,20 @@ bool srv_params_parse(int argc, const char * const * argv, srv_params & p, std::
             if (!(v = need(i)) || !to_int("-t", v, 0, 1024, &p.n_threads)) return false;
         } else if (a == "-ngl" || a == "--n-gpu-layers" || a == "--gpu-layers") {
             if (!(v = need(i)) || !to_int("-ngl", v, 0, 1 << 20, &p.n_gpu_layers)) return false;
+        } else if (a == "-sm" || a == "--split-mode") {
+            if (!(v = need(i))) return false;
+            if (!llm_split_mode_from_name(v, &p.split_mode)) {
+                *err = std::string("-sm: unknown split mode '") + v + "' (none, layer, row)";
+                return false;
+            }
+        } else if (a == "-ts" || a == "--tensor-split") {
+            if (!(v = need(i))) return false;
+            if (!llm_tensor_split_parse(v, &p.tensor_split)) {
+                *err = std::string("-ts: bad value '") + v + "' (non-negative numbers: 3,1)";
+                return false;
+            }
+        } else if (a == "-mg" || a == "--main-gpu") {
+            if (!(v = need(i)) || !to_int("-mg", v, 0, 1023, &p.main_gpu)) return false;
         } else if (a == "--no-repack" || a == "-nr" || a == "--repack") {
             p.use_repack = a == "--repack";
         } else if (a == "--threads-http") {
@@ -182,6 +199,9 @@ int main(int argc, char ** argv) {
 
     llm_model_params mp;
     mp.n_gpu_layers = params.n_gpu_layers;
+    mp.split_mode = params.split_mode;
+    mp.tensor_split = params.tensor_split;
+    mp.main_gpu = params.main_gpu;
     mp.use_repack = params.use_repack;
     mp.n_ctx_hint = params.n_ctx;  // a -c too large for the GPU fails before the weights upload
     mp.type_k_hint = params.type_k;

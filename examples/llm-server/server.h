@@ -30,6 +30,9 @@ struct srv_params {
     int         n_predict = -1;         // -n: default max_tokens (-1: until EOG or the slot is full)
     int         n_threads = 0;          // -t
     int         n_gpu_layers = 0;       // -ngl
+    llm_split_mode split_mode = LLM_SPLIT_LAYER;  // -sm
+    std::vector<float> tensor_split;              // -ts
+    int         main_gpu = 0;           // -mg
     bool        use_repack = true;      // --no-repack / -nr: CPU weights as in the file (llm_model_params)
     int         flash_attn = -1;        // -fa [on|off|auto]: 1, 0, -1 (auto: on where the backend has the kernel)
     ggml_type   type_k = GGML_TYPE_F16; // -ctk

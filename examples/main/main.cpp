@@ -431,6 +431,8 @@ int main(int argc, char ** argv) {
     llm_model_params mp;
     mp.n_gpu_layers = params.n_gpu_layers;
     mp.main_gpu = params.main_gpu;
+    mp.split_mode = params.split_mode;
+    mp.tensor_split = params.tensor_split;
     mp.use_mmap = params.use_mmap;
     mp.use_repack = params.use_repack;
     mp.verbose = params.verbose;
