@@ -33,6 +33,8 @@ from gguf.quants import quantize  # noqa: E402
 PRESETS = {
     "llama2-7b": (LlamaHParams(32000, 4096, 11008, 32, 32, 32, n_ctx=4096, rope_theta=10000.0), "spm"),
     "llama3-8b": (LlamaHParams(128256, 4096, 14336, 32, 32, 8, n_ctx=8192, rope_theta=500000.0), "bpe"),
+    # GQA 64/8, 80 layers: ~69e9 parameters (q8_0 73 GB, f16 138 GB: more than one H200 holds)
+    "llama2-70b": (LlamaHParams(32000, 8192, 28672, 80, 64, 8, n_ctx=4096, rope_theta=10000.0), "spm"),
     "tinyllama-1.1b": (LlamaHParams(32000, 2048, 5632, 22, 32, 4, n_ctx=2048, rope_theta=10000.0), "spm"),
 }
 VOCAB_FILES = {"spm": "ggml-vocab-llama-spm.gguf", "bpe": "ggml-vocab-llama-bpe.gguf"}

@@ -75,6 +75,8 @@ def test_preset_shapes_without_writing():
     assert sum(int(np.prod(s)) for _, s in llama_tensor_shapes(hp)) == 8030261248
     hp, _ = PRESETS["tinyllama-1.1b"]
     assert sum(int(np.prod(s)) for _, s in llama_tensor_shapes(hp)) == 1100048384
+    hp, _ = PRESETS["llama2-70b"]
+    assert sum(int(np.prod(s)) for _, s in llama_tensor_shapes(hp)) == 68976648192   # Llama 2 70B
 
 
 def test_bad_flags(tmp_path):
