@@ -70,14 +70,20 @@ llm_context * llm_context_new(llm_model * model, const llm_context_params & para
     ctx->cpu = ggml_backend_cpu_init();
     if (!ctx->cpu) return fail("cannot initialise the CPU backend");
     ggml_backend_cpu_set_n_threads(ctx->cpu, ctx->n_threads);
-#ifdef GGML_USE_CUDA
     for (int dev : model->devices) {
-        ggml_backend_t g = ggml_backend_cuda_init(dev);
-        if (!g) return fail("cannot initialise CUDA device " + std::to_string(dev));
+        ggml_backend_t g = nullptr;
+        if (model->sim_devices) {
+            if ((g = ggml_backend_cpu_sim_init(dev + 1))) ggml_backend_cpu_set_n_threads(g, ctx->n_threads);
+        } else {
+#ifdef GGML_USE_CUDA
+            g = ggml_backend_cuda_init(dev);
+#endif
+        }
+        if (!g) return fail(std::string("cannot initialise ") + (model->sim_devices ? "simulated" : "CUDA") +
+                            " device " + std::to_string(dev));
         ctx->gpus.push_back(g);
         ctx->backends.push_back(g);
     }
-#endif
     ctx->backends.push_back(ctx->cpu);
 
     if (!llm_kv_cache_init(ctx->kv, *model, ctx->n_ctx, params.n_seq_max, params.type_k, params.type_v,
@@ -398,7 +404,7 @@ ggml_backend_sched_t llm_get_sched(llm_context * ctx) { return ctx->sched; }
 ggml_cgraph * llm_last_graph(llm_context * ctx) { return ctx->graph.ctx ? ctx->graph.gf : nullptr; }
 
 bool llm_flash_attn_supported(const llm_model * model, ggml_type type_k, ggml_type type_v) {
-    if (ggml_is_quantized(type_v) || model->n_gpu_layers == 0) return true;
+    if (ggml_is_quantized(type_v) || model->n_gpu_layers == 0 || model->sim_devices) return true;
 #ifdef GGML_USE_CUDA
     // ask the backend about one query of the model's shapes against a 256-cell cache (tensor headers only)
     ggml_backend_t gpu = ggml_backend_cuda_init(model->main_gpu);

@@ -39,6 +39,7 @@ struct llm_model {
     gguf_context * gguf = nullptr;
     ggml_context * ctx_meta = nullptr;  // one tensor per GGUF tensor; data points into the mapping
     std::vector<int> devices;                   // the CUDA devices holding layers (split mode layer: in layer order)
+    bool sim_devices = false;                   // devices are simulated ones (ggml_backend_cpu_sim_init(d + 1))
     std::vector<ggml_context *> ctx_dev;        // per device: copies of the tensors that live in its buffer
     std::vector<ggml_backend_buffer_t> buf_dev; // per device: its weights
     ggml_context * ctx_host = nullptr;  // copies of the CPU tensors (use_mmap = false)
@@ -97,7 +98,7 @@ struct llm_context {
     int n_threads = 0;
 
     ggml_backend_t cpu = nullptr;
-    std::vector<ggml_backend_t> gpus;      // one CUDA backend per entry of llm_model::devices
+    std::vector<ggml_backend_t> gpus;      // one device backend per entry of llm_model::devices
     std::vector<ggml_backend_t> backends;  // priority order (the devices in layer order), CPU last
     ggml_backend_sched_t sched = nullptr;
     size_t graph_size = 0;                 // max nodes of one step's graph

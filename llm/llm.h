@@ -50,6 +50,10 @@ struct llm_model_params {
     int  main_gpu = 0;
     llm_split_mode split_mode = LLM_SPLIT_LAYER;  // with one device (or -sm none: main_gpu alone) no split
     std::vector<float> tensor_split;              // per CUDA device; empty: by free memory (-ts 3,1)
+    // Tests: n >= 2 offloads to n simulated devices (ggml_backend_cpu_sim_*: host memory, the CPU's kernels) instead
+    // of CUDA devices, tensor_split's shares over them (default equal), so that a machine without a GPU runs the
+    // layer split's placement, per-device buffers and KV caches, and the scheduler's copies between devices.
+    int sim_devices = 0;
     // CPU weights: 1 used in place from the file mapping, 0 read into CPU buffers, -1 (default) read into them where
     // some layer stays on the CPU and the file's tensor data takes at most half of the available memory, else mapped
     int  use_mmap = -1;

@@ -319,52 +319,70 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
     std::vector<ggml_backend_buffer_type_t> buft_dev;  // per entry of m.devices
     std::vector<int> layer_dev(hp.n_layer, -1);       // per layer: index into m.devices, -1 the CPU
     int output_dev = -1;
+    const bool sim = params.sim_devices >= 2;
+    m.sim_devices = sim;
+    int n_avail = sim ? std::min(params.sim_devices, GGML_CPU_SIM_MAX - 1) : 0;  // devices to choose from
+    std::string kind = sim ? "simulated" : "CUDA";
 #ifdef GGML_USE_CUDA
-    const int n_cuda = ggml_backend_cuda_get_device_count();
-    if (params.n_gpu_layers > 0 && n_cuda == 0) {
+    if (!sim) n_avail = ggml_backend_cuda_get_device_count();
+    if (params.n_gpu_layers > 0 && n_avail == 0) {
         GGML_LOG_WARN("%s: no CUDA device: -ngl %d ignored, running on the CPU\n", __func__, params.n_gpu_layers);
-    } else if (params.n_gpu_layers > 0) {
+    }
+#endif
+    auto buft_of = [&](int d) -> ggml_backend_buffer_type_t {
+        if (sim) return ggml_backend_cpu_sim_buffer_type(d + 1);
+#ifdef GGML_USE_CUDA
+        return ggml_backend_cuda_buffer_type(d);
+#else
+        return nullptr;
+#endif
+    };
+    if (params.n_gpu_layers > 0 && n_avail > 0) {
         if (params.split_mode == LLM_SPLIT_ROW) {
             return tl.fail("split mode row is not supported yet (use -sm layer or -sm none)");
         }
-        if (params.main_gpu < 0 || params.main_gpu >= n_cuda) {
-            return tl.fail(strfmt("CUDA device %d is not available (%d found)", params.main_gpu, n_cuda));
+        if (params.main_gpu < 0 || params.main_gpu >= n_avail) {
+            return tl.fail(strfmt("%s device %d is not available (%d found)", kind.c_str(), params.main_gpu, n_avail));
         }
         n_gpu = std::min(params.n_gpu_layers, hp.n_layer);
         std::vector<int> devs;
         std::vector<double> share;
-        if (params.split_mode == LLM_SPLIT_NONE || n_cuda == 1) {
+        if (params.split_mode == LLM_SPLIT_NONE || n_avail == 1) {
             devs = {params.main_gpu};
             share = {1.0};
         } else {
             const auto & ts = params.tensor_split;
-            if ((int) ts.size() > n_cuda) {
-                return tl.fail(strfmt("--tensor-split has %d values for %d CUDA devices", (int) ts.size(), n_cuda));
+            if ((int) ts.size() > n_avail) {
+                return tl.fail(strfmt("--tensor-split has %d values for %d %s devices", (int) ts.size(), n_avail,
+                                      kind.c_str()));
             }
-            for (int d = 0; d < n_cuda; ++d) {
-                double w = 0;
-                if (ts.empty()) {
+            for (int d = 0; d < n_avail; ++d) {
+                double w = sim ? 1.0 : 0.0;
+#ifdef GGML_USE_CUDA
+                if (!sim && ts.empty()) {
                     size_t fr = 0, tot = 0;
                     ggml_backend_cuda_get_device_memory(d, &fr, &tot);
                     w = (double) fr;
-                } else if (d < (int) ts.size()) {
-                    w = ts[d];
                 }
-                if (!(w >= 0) || !std::isfinite(w)) return tl.fail(strfmt("--tensor-split value %g for CUDA%d", w, d));
+#endif
+                if (!ts.empty()) w = d < (int) ts.size() ? ts[d] : 0.0;
+                if (!(w >= 0) || !std::isfinite(w)) {
+                    return tl.fail(strfmt("--tensor-split value %g for device %d", w, d));
+                }
                 if (w > 0) {
                     devs.push_back(d);
                     share.push_back(w);
                 }
             }
-            if (devs.empty()) return tl.fail("--tensor-split gives no CUDA device a share");
+            if (devs.empty()) return tl.fail("--tensor-split gives no device a share");
         }
         const std::vector<int> unit_dev = llm_layer_split(hp.n_layer, params.n_gpu_layers, share);
         std::vector<int> slot(devs.size(), -1);  // devs index -> m.devices index (the devices that get something)
         for (size_t u = 0; u < unit_dev.size(); ++u) {
             const int i = unit_dev[u];
             if (slot[i] < 0) {
-                ggml_backend_buffer_type_t b = ggml_backend_cuda_buffer_type(devs[i]);
-                if (!b) return tl.fail(strfmt("CUDA device %d is not available", devs[i]));
+                ggml_backend_buffer_type_t b = buft_of(devs[i]);
+                if (!b) return tl.fail(strfmt("%s device %d is not available", kind.c_str(), devs[i]));
                 slot[i] = (int) m.devices.size();
                 m.devices.push_back(devs[i]);
                 buft_dev.push_back(b);
@@ -372,16 +390,15 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
             (u < (size_t) n_gpu ? layer_dev[u] : output_dev) = slot[i];
         }
     }
-#endif
     m.n_gpu_layers = n_gpu;
     m.output_on_gpu = output_dev >= 0;
     m.main_gpu = m.devices.empty() ? params.main_gpu : m.devices[0];
     const int n_dev = (int) m.devices.size();
     // per device: free memory, and the KV cache of the context to come on its layers (0 without n_ctx_hint): both
     // weighed against the weights before any upload
-    std::vector<size_t> free_mem(n_dev, 0), kv_bytes(n_dev, 0);
+    std::vector<size_t> free_mem(n_dev, SIZE_MAX), kv_bytes(n_dev, 0);
 #ifdef GGML_USE_CUDA
-    for (int i = 0; i < n_dev; ++i) {
+    for (int i = 0; i < n_dev && !sim; ++i) {
         size_t total_mem = 0;
         ggml_backend_cuda_get_device_memory(m.devices[i], &free_mem[i], &total_mem);
     }
@@ -575,11 +592,12 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
             while (il < n_gpu && layer_dev[il] == d) ++il;
             where += il > first ? strfmt(" (layers %d-%d)", first, il - 1) : std::string(" (output)");
         }
-        GGML_LOG_INFO("%s: %d/%d layers on %s (%.1f MiB VRAM), CPU weights %.1f MiB%s, output on %s, token_embd on "
-                      "%s\n", __func__, n_gpu, hp.n_layer, where.c_str(), mib(dev_bytes),
+        GGML_LOG_INFO("%s: %d/%d layers on %s (%.1f MiB %s), CPU weights %.1f MiB%s, output on %s, token_embd on "
+                      "%s\n", __func__, n_gpu, hp.n_layer, where.c_str(), mib(dev_bytes), sim ? "simulated" : "VRAM",
                       mib(mmap_bytes + host_bytes + repack_bytes), ctx_host ? "" : " (mmap)",
                       m.output_on_gpu ? ggml_backend_buft_name(ggml_backend_buffer_get_type(m.output->buffer)) : "CPU",
-                      m.tok_embd_on_gpu ? "GPU" : "CPU");
+                      m.tok_embd_on_gpu ? ggml_backend_buft_name(ggml_backend_buffer_get_type(m.tok_embd->buffer))
+                                        : "CPU");
     }
     return true;
 }

@@ -313,6 +313,50 @@ TEST_CASE("flash attention equals the mul_mat path; f16 cache and q8_0 weights w
 const char * k_l3_1layer_args = "--n-embd 128 --n-ff 320 --n-layer 1 --n-head 8 --n-head-kv 2 --n-vocab 300 "
                                 "--vocab none --theta 10000 --rope-freqs --ctx 512 --outtype f32 --seed 5";
 
+// The always-runnable check of the layer split (llm_model_params::sim_devices): the offloaded layers on two simulated
+// devices (CPU backends with buffer types of their own) by every split point (ngl 1..4 of 3 layers, then the output)
+// and share (1:1, 1:2, 2:1, 0:1), each device's weights and KV cache in its own buffers, a step's graph split between
+// three backends and its activations copied across: the logits of a prompt (in two batches) and of single steps equal
+// the CPU alone (the same kernels) within 1e-6 relative, for f32 and q8_0 weights (GQA, rope_freqs) and f32 / q8_0
+// KV caches.
+TEST_CASE("layer split over two simulated devices: the logits of the CPU alone at every split point") {
+    const std::string args = "--n-embd 128 --n-ff 320 --n-layer 3 --n-head 4 --n-head-kv 2 --n-vocab 300 --vocab none "
+                             "--theta 500000 --rope-freqs --ctx 512";
+    const std::vector<int32_t> toks = random_tokens(20, 300, 31);
+    for (const char * outtype : {"f32", "q8_0"}) {
+        const std::string path =
+            gen_model(std::string("split_sim_") + outtype, args + " --outtype " + outtype + " --seed 5");
+        for (ggml_type kv : {GGML_TYPE_F32, GGML_TYPE_Q8_0}) {
+            llm_context_params cp = f32_params(64, 8, true);
+            cp.type_k = cp.type_v = kv;
+            cp.flash_attn = kv != GGML_TYPE_F32;
+            model_ptr ref_m(path);
+            const std::vector<float> ref = cpp_logits(ref_m.m, toks, cp, 0); // 20 tokens: batches of 8, 8, 4
+            const std::vector<float> ref_steps = cpp_logits(ref_m.m, toks, cp, 1);
+            for (int ngl = 1; ngl <= 4; ++ngl) {
+                for (const std::vector<float> & ts : {std::vector<float>{1, 1}, {1, 2}, {2, 1}, {0, 1}}) {
+                    std::string err;
+                    llm_model_params mp;
+                    mp.n_gpu_layers = ngl;
+                    mp.sim_devices = 2;
+                    mp.tensor_split = ts;
+                    llm_model * m = llm_model_load(path.c_str(), mp, &err);
+                    REQUIRE_MESSAGE(m != nullptr, err);
+                    int n_dev = 0;
+                    for (const auto & b : llm_model_buffer_sizes(m)) n_dev += b.first == "CPU1" || b.first == "CPU2";
+                    const std::vector<float> got = cpp_logits(m, toks, cp, 0);
+                    const std::vector<float> got_steps = cpp_logits(m, toks, cp, 1);
+                    llm_model_free(m);
+                    const double e = std::max(max_rel_err(got, ref, 300), max_rel_err(got_steps, ref_steps, 300));
+                    INFO(outtype << " kv " << ggml_type_name(kv) << " ngl " << ngl << " -ts " << ts[0] << "," << ts[1]);
+                    CHECK(n_dev == (ts[0] == 0 || (ngl == 1) || (ngl == 2 && ts[0] == 2) ? 1 : 2));
+                    CHECK(e < 1e-6);
+                }
+            }
+        }
+    }
+}
+
 TEST_CASE("context shift: removing cells re-rotates the moved keys (1 layer: exact vs the reference)") {
     // With one layer, the cached K/V of a token depend only on the token and its position, so after
     // removing [p0, p1) the cache equals the cache of the shortened sequence.

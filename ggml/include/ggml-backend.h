@@ -144,6 +144,13 @@ void ggml_backend_cpu_set_node_barriers(ggml_backend_t backend, bool on);
 ggml_backend_buffer_type_t ggml_backend_cpu_buffer_type();
 // wrap existing host memory (e.g. a mmapped GGUF) as a CPU buffer without copying
 ggml_backend_buffer_t ggml_backend_cpu_buffer_from_ptr(void * ptr, size_t size);
+// Simulated devices, for tests of several-device placement on a machine without them (llm_model_params::
+// sim_devices): device i (1 .. GGML_CPU_SIM_MAX - 1) has its own buffer type "CPUi" (host memory, the CPU buffer's
+// functions, a distinct type) and a CPU backend whose default buffer type it is, so the scheduler runs the nodes next
+// to weights in it on that backend and copies across. i = 0 is the CPU's own type; nullptr out of range.
+#define GGML_CPU_SIM_MAX 8
+ggml_backend_buffer_type_t ggml_backend_cpu_sim_buffer_type(int i);
+ggml_backend_t ggml_backend_cpu_sim_init(int i);
 // CPU weights stored for the decode mat-vec (cpu/repack.h): q4_0 / q4_K matrices in 8-row groups, others plain.
 // Not host memory in the GGUF layout: write and read it with ggml_backend_tensor_set / _get (they convert).
 ggml_backend_buffer_type_t ggml_backend_cpu_repack_buffer_type();

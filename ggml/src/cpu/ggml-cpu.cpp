@@ -396,7 +396,10 @@ static ggml_backend_buffer_i cpu_buffer_iface(bool owns_memory) {
     return i;
 }
 
-static const char * cpu_buft_get_name(ggml_backend_buffer_type_t) { return "CPU"; }
+// buft->context: nullptr for the CPU's own type, else the name of a simulated device's ("CPU1", ...)
+static const char * cpu_buft_get_name(ggml_backend_buffer_type_t buft) {
+    return buft->context ? (const char *)buft->context : "CPU";
+}
 // A buffer of 32 MiB or more (weights read into memory, a KV cache, a compute buffer) on 2 MiB pages where the kernel
 // gives them (transparent huge pages in "madvise" mode): a decode step streams every weight once, and on 4 KiB pages
 // each page is a TLB miss and a new start for the hardware prefetchers, which stop at page boundaries.
@@ -434,6 +437,18 @@ ggml_backend_buffer_type_t ggml_backend_cpu_buffer_type() {
     return &buft;
 }
 
+ggml_backend_buffer_type_t ggml_backend_cpu_sim_buffer_type(int i) {
+    static const char * names[GGML_CPU_SIM_MAX] = {"CPU", "CPU1", "CPU2", "CPU3", "CPU4", "CPU5", "CPU6", "CPU7"};
+    static ggml_backend_buffer_type types[GGML_CPU_SIM_MAX];
+    static std::once_flag once;
+    if (i <= 0 || i >= GGML_CPU_SIM_MAX) return i == 0 ? ggml_backend_cpu_buffer_type() : nullptr;
+    std::call_once(once, [] {
+        for (int j = 1; j < GGML_CPU_SIM_MAX; ++j)
+            types[j] = {ggml_backend_cpu_buffer_type()->iface, (void *)names[j]};
+    });
+    return &types[i];
+}
+
 ggml_backend_buffer_t ggml_backend_cpu_buffer_from_ptr(void * ptr, size_t size) {
     GGML_ASSERT(ptr && "ggml_backend_cpu_buffer_from_ptr: null pointer");
     return ggml_backend_buffer_init(ggml_backend_cpu_buffer_type(), cpu_buffer_iface(false), ptr, size);
@@ -442,19 +457,22 @@ ggml_backend_buffer_t ggml_backend_cpu_buffer_from_ptr(void * ptr, size_t size) 
 // ---- backend ---------------------------------------------------------------------------------
 struct ggml_backend_cpu_context {
     int n_threads;
+    ggml_backend_buffer_type_t buft = ggml_backend_cpu_buffer_type(); // default: the CPU's, or a simulated device's
     int64_t serial_below = GGML_CPU_SERIAL_BELOW_DEFAULT; // ggml_backend_cpu_set_serial_below
     bool node_barriers = cpu_env_node_barriers();         // ggml_backend_cpu_set_node_barriers
     std::unique_ptr<ggml_cpu_threadpool> pool;
     ggml_cpu_work_buffer work;
 };
 
-static const char * cpu_backend_get_name(ggml_backend_t) { return "CPU"; }
+static const char * cpu_backend_get_name(ggml_backend_t backend) {
+    return ggml_backend_buft_name(((ggml_backend_cpu_context *)backend->context)->buft);
+}
 static void cpu_backend_free(ggml_backend_t backend) {
     delete (ggml_backend_cpu_context *)backend->context;
     delete backend;
 }
-static ggml_backend_buffer_type_t cpu_backend_get_default_buffer_type(ggml_backend_t) {
-    return ggml_backend_cpu_buffer_type();
+static ggml_backend_buffer_type_t cpu_backend_get_default_buffer_type(ggml_backend_t backend) {
+    return ((ggml_backend_cpu_context *)backend->context)->buft;
 }
 static ggml_cpu_threadpool & cpu_backend_pool(ggml_backend_cpu_context * ctx) {
     if (!ctx->pool || ctx->pool->n_threads() != ctx->n_threads) {
@@ -500,6 +518,14 @@ ggml_backend_t ggml_backend_cpu_init() {
     iface.set_tensor_async = nullptr;
     iface.get_tensor_async = nullptr;
     return new ggml_backend{iface, ctx};
+}
+
+ggml_backend_t ggml_backend_cpu_sim_init(int i) {
+    ggml_backend_buffer_type_t buft = ggml_backend_cpu_sim_buffer_type(i);
+    if (!buft) return nullptr;
+    ggml_backend_t b = ggml_backend_cpu_init();
+    ((ggml_backend_cpu_context *)b->context)->buft = buft;
+    return b;
 }
 
 bool ggml_backend_is_cpu(ggml_backend_t backend) { return backend && backend->iface.get_name == cpu_backend_get_name; }
