@@ -27,6 +27,8 @@ struct ppl_params {
     int n_ctx = 512;
     int n_batch = 0;  // 0: n_ctx
     int n_gpu_layers = 0;
+    llm_split_mode split_mode = LLM_SPLIT_LAYER;  // -sm
+    std::vector<float> tensor_split;              // -ts
     int n_threads = 0;
     int n_chunks = -1;
     bool flash_attn = false;
@@ -45,7 +47,8 @@ bool parse_args(int argc, char ** argv, ppl_params & p, std::string & err) {
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "-h" || a == "--help") {
-            printf("usage: %s -m MODEL -f TEXT [-c 512] [-b N] [-ngl N] [-t N] [--chunks N] [-fa] [-ctk T] [-ctv T]\n"
+            printf("usage: %s -m MODEL -f TEXT [-c 512] [-b N] [-ngl N] [-sm none|layer] [-ts N0,N1..] [-t N] "
+                   "[--chunks N] [-fa] [-ctk T] [-ctv T]\n"
                    "  -fa: flash attention; -ctk/-ctv: KV cache type of K/V (%s; a quantized V needs -fa)\n",
                    argv[0], llm_kv_type_names());
             exit(0);
@@ -67,6 +70,8 @@ bool parse_args(int argc, char ** argv, ppl_params & p, std::string & err) {
         else if (a == "-ngl") ok = parse_int(v, p.n_gpu_layers) && p.n_gpu_layers >= 0;
         else if (a == "-t") ok = parse_int(v, p.n_threads) && p.n_threads > 0;
         else if (a == "--chunks") ok = parse_int(v, p.n_chunks);
+        else if (a == "-sm" || a == "--split-mode") ok = llm_split_mode_from_name(v, &p.split_mode);
+        else if (a == "-ts" || a == "--tensor-split") ok = llm_tensor_split_parse(v, &p.tensor_split);
         else if (a == "-ctk" || a == "--cache-type-k" || a == "-ctv" || a == "--cache-type-v") {
             if (!llm_kv_type_from_name(v, a == "-ctk" || a == "--cache-type-k" ? &p.type_k : &p.type_v)) {
                 err = "unknown cache type '" + v + "' for " + a + " (" + llm_kv_type_names() + ")";
@@ -117,6 +122,8 @@ int main(int argc, char ** argv) {
 
     llm_model_params mp;
     mp.n_gpu_layers = pp.n_gpu_layers;
+    mp.split_mode = pp.split_mode;
+    mp.tensor_split = pp.tensor_split;
     llm_model * model = llm_model_load(pp.model.c_str(), mp, &err);
     if (!model) {
         fprintf(stderr, "error: %s\n", err.c_str());
