@@ -357,6 +357,39 @@ TEST_CASE("layer split over two simulated devices: the logits of the CPU alone a
     }
 }
 
+// Bad split parameters fail the load with one line, before any buffer is made.
+TEST_CASE("layer split: bad parameters are one-line load errors") {
+    const std::string path = gen_model("split_sim_f32", "--n-embd 128 --n-ff 320 --n-layer 3 --n-head 4 --n-head-kv 2 "
+                                                        "--n-vocab 300 --vocab none --theta 500000 --rope-freqs "
+                                                        "--ctx 512 --outtype f32 --seed 5");
+    struct bad {
+        llm_split_mode sm;
+        std::vector<float> ts;
+        int main_gpu;
+        const char * expect;
+    };
+    const bad cases[] = {
+        {LLM_SPLIT_ROW, {}, 0, "split mode row is not supported yet"},
+        {LLM_SPLIT_LAYER, {1, 1, 1}, 0, "--tensor-split has 3 values for 2 simulated devices"},
+        {LLM_SPLIT_LAYER, {0, 0}, 0, "--tensor-split gives no device a share"},
+        {LLM_SPLIT_NONE, {}, 2, "simulated device 2 is not available (2 found)"},
+    };
+    for (const auto & c : cases) {
+        llm_model_params mp;
+        mp.n_gpu_layers = 99;
+        mp.sim_devices = 2;
+        mp.split_mode = c.sm;
+        mp.tensor_split = c.ts;
+        mp.main_gpu = c.main_gpu;
+        std::string err;
+        llm_model * m = llm_model_load(path.c_str(), mp, &err);
+        CHECK(m == nullptr);
+        if (m) llm_model_free(m);
+        CHECK_MESSAGE(err.find(c.expect) != std::string::npos, err);
+        CHECK(err.find('\n') == std::string::npos);
+    }
+}
+
 TEST_CASE("context shift: removing cells re-rotates the moved keys (1 layer: exact vs the reference)") {
     // With one layer, the cached K/V of a token depend only on the token and its position, so after
     // removing [p0, p1) the cache equals the cache of the shortened sequence.
