@@ -212,6 +212,14 @@ case_want "needs flash attention" "quantized V cache with -fa off" "$bin/main" -
 case_want "multiple of 32" "q8_0 KV cache, head size 8" "$bin/main" -m "$story" -fa -ctk q8_0 -ctv q8_0 -p hi -n 4
 case_want "needs flash attention" "perplexity: quantized V cache without -fa" "$bin/perplexity" -m "$story" -f "$W/short.txt" -ctv q4_0
 case_want "(f32, f16, q8_0, q4_0)" "bench: unknown KV cache type" "$bin/bench" -m "$story" -ctk q8
+case_want "unknown split mode 'rows' for -sm (none, layer, row)" "unknown split mode" "$bin/main" -m "$story" -sm rows
+case_want "bad value '1,x' for -ts" "-ts not numbers" "$bin/main" -m "$story" -ts 1,x
+case_want "invalid value 'rows' for -sm" "bench: unknown split mode" "$bin/bench" -m "$story" -sm rows
+case_want "invalid value '1,-1' for -ts" "bench: negative -ts share" "$bin/bench" -m "$story" -ts 1,-1
+case_want "invalid value 'rows' for -sm" "perplexity: unknown split mode" "$bin/perplexity" -m "$story" -f "$W/short.txt" -sm rows
+if [ -x "$bin/batched-bench" ]; then
+  case_want "bad value for -ts: '1,x'" "batched-bench: -ts not numbers" "$bin/batched-bench" -m "$story" -ts 1,x
+fi
 case_ "tokenize: invalid UTF-8 text (byte fallback, not an error)" ok "$bin/tokenize" -m "$story" -f "$W/bad-utf8.txt"
 case_ "tokenize: no -p/-f" fail "$bin/tokenize" -m "$story"
 case_ "tokenize: unknown flag" fail "$bin/tokenize" -m "$story" -p hi --frob
@@ -235,6 +243,8 @@ if [ -x "$bin/llm-server" ]; then
   case_want "bad value for -fa: 'maybe' (on, off or auto)" "llm-server: -fa maybe" "$bin/llm-server" -m "$story" -fa maybe
   case_want "bad value for -fa: 'yes' (on, off or auto)" "llm-server: --flash-attn yes" "$bin/llm-server" -m "$story" --flash-attn yes
   case_want "-np: '0' is not an integer in [1, 64]" "llm-server: -np 0" "$bin/llm-server" -m "$story" -np 0
+  case_want "-sm: unknown split mode 'rows' (none, layer, row)" "llm-server: -sm rows" "$bin/llm-server" -m "$story" -sm rows
+  case_want "-ts: bad value '3,,1'" "llm-server: -ts 3,,1" "$bin/llm-server" -m "$story" -ts 3,,1
   case_want "is not one of f32, f16, q8_0, q4_0" "llm-server: unknown KV cache type" "$bin/llm-server" -m "$story" -ctk q5_1
   case_want "unknown flag '--frob'" "llm-server: unknown flag" "$bin/llm-server" -m "$story" --frob
 else
