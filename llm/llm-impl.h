@@ -25,7 +25,6 @@ struct llm_layer {
     ggml_tensor * ffn_up = nullptr;      // [n_embd, n_ff]
     ggml_tensor * ffn_down = nullptr;    // [n_ff, n_embd]
     ggml_tensor * rope_freqs = nullptr;  // f32 [n_rot/2] or nullptr (a copy on the layer's backend)
-    bool on_gpu = false;
     ggml_backend_buffer_type_t buft = nullptr;  // where this layer's weights (and KV cache) live
 };
 

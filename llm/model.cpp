@@ -8,8 +8,8 @@
 // n_layer) are copied once into the device buffer of their GPU: main_gpu's, or with split mode layer and several
 // GPUs consecutive layers on consecutive GPUs by tensor_split (llm_layer_split), the output with the last.
 // token_embd stays on the CPU (get_rows there, as llama.cpp does) unless the whole model is offloaded (-ngl above
-// n_layer) to one GPU and fits: then it goes to the GPU too, so that a step's graph is one GPU split (no CPU get_rows, no copy of
-// n_embd x n_tokens f32 rows to the device; for a tied output it is the output's copy itself).
+// n_layer) to one GPU and fits: then it goes to the GPU too, so that a step's graph is one GPU split (no CPU get_rows,
+// no copy of n_embd x n_tokens f32 rows to the device; for a tied output it is the output's copy itself).
 // LLM_EMBD_CPU=1 keeps it on the CPU (A/B, docs/perf.md).
 #include "llm-impl.h"
 
@@ -474,7 +474,6 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
     for (int il = 0; il < hp.n_layer; ++il) {
         llm_layer & L = m.layers[il];
         const int d = layer_dev[il];
-        L.on_gpu = d >= 0;
         L.buft = d >= 0 ? buft_dev[d] : buft_cpu;
         for (ggml_tensor ** w : {&L.attn_norm, &L.ffn_norm, &L.rope_freqs}) {
             *w = place(*w, d);

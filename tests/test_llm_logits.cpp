@@ -319,9 +319,13 @@ const char * k_l3_1layer_args = "--n-embd 128 --n-ff 320 --n-layer 1 --n-head 8 
 // three backends and its activations copied across: the logits of a prompt (in two batches) and of single steps equal
 // the CPU alone (the same kernels) within 1e-6 relative, for f32 and q8_0 weights (GQA, rope_freqs) and f32 / q8_0
 // KV caches.
+// the simulated split's model: 3 layers, GQA 4/2, head size 32 (a q8_0 cache needs a multiple of 32), rope_freqs
+static const char * const k_split_args =
+    "--n-embd 128 --n-ff 320 --n-layer 3 --n-head 4 --n-head-kv 2 --n-vocab 300 --vocab none --theta 500000 "
+    "--rope-freqs --ctx 512";
+
 TEST_CASE("layer split over two simulated devices: the logits of the CPU alone at every split point") {
-    const std::string args = "--n-embd 128 --n-ff 320 --n-layer 3 --n-head 4 --n-head-kv 2 --n-vocab 300 --vocab none "
-                             "--theta 500000 --rope-freqs --ctx 512";
+    const std::string args = k_split_args;
     const std::vector<int32_t> toks = random_tokens(20, 300, 31);
     for (const char * outtype : {"f32", "q8_0"}) {
         const std::string path =
@@ -359,9 +363,7 @@ TEST_CASE("layer split over two simulated devices: the logits of the CPU alone a
 
 // Bad split parameters fail the load with one line, before any buffer is made.
 TEST_CASE("layer split: bad parameters are one-line load errors") {
-    const std::string path = gen_model("split_sim_f32", "--n-embd 128 --n-ff 320 --n-layer 3 --n-head 4 --n-head-kv 2 "
-                                                        "--n-vocab 300 --vocab none --theta 500000 --rope-freqs "
-                                                        "--ctx 512 --outtype f32 --seed 5");
+    const std::string path = gen_model("split_sim_f32", std::string(k_split_args) + " --outtype f32 --seed 5");
     struct bad {
         llm_split_mode sm;
         std::vector<float> ts;
