@@ -158,6 +158,18 @@ ggml_backend_buffer_type_t ggml_backend_cpu_repack_buffer_type();
 // without AVX-512); the environment variable GGML_CPU_REPACK=0 / =1 overrides it, for A/B runs.
 bool ggml_backend_cpu_repack_wanted(ggml_type type);
 
+// ---- communicators ------------------------------------------------------------------------
+// The ranks an ALL_REDUCE node (ggml_all_reduce) sums over. A host communicator's ranks are threads of this process
+// whose tensors are in host memory (CPU backends, one per rank): the CPU backend runs its ALL_REDUCE nodes. An NCCL
+// one (ggml_backend_cuda_comm_new, ggml-cuda.h) has a CUDA device per rank: the CUDA backend of that device runs them.
+// Every rank must reach each all-reduce, in the same order, from a thread of its own.
+enum ggml_comm_kind { GGML_COMM_HOST, GGML_COMM_NCCL };
+struct ggml_comm;
+ggml_comm *    ggml_comm_host_new(int n_ranks);  // nullptr for n_ranks < 1
+void           ggml_comm_free(ggml_comm * comm);
+int            ggml_comm_n_ranks(const ggml_comm * comm);
+ggml_comm_kind ggml_comm_get_kind(const ggml_comm * comm);
+
 // ---- scheduler -----------------------------------------------------------------------------
 // Backends in priority order (the last must be the CPU). Each node runs on the backend that
 // holds its weight (a src with PARAM flag / in a WEIGHTS buffer); otherwise on the backend of

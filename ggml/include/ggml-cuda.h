@@ -16,6 +16,7 @@
 #include "ggml-backend.h"
 
 #include <cstddef>
+#include <string>
 
 // nullptr (with a logged reason) if the device does not exist or CUDA cannot be initialised.
 ggml_backend_t ggml_backend_cuda_init(int device);
@@ -63,3 +64,9 @@ void ggml_backend_cuda_get_fusion_stats(ggml_backend_t backend, int * n_mmv_grou
                                         int * n_norm_q8 = nullptr, int * n_rope_store = nullptr,
                                         int * n_rope_qkv = nullptr, int * n_fattn_q8 = nullptr,
                                         int * n_mmv_norm = nullptr, int * n_mmv_rope = nullptr);
+
+// An NCCL communicator over devices[0..n) (rank i on devices[i]) for ALL_REDUCE nodes (ggml_all_reduce) that the CUDA
+// backends of those devices run, each from a thread of its own. NVLink multicast (NVLS) is turned off. nullptr and err
+// where a device does not exist, NCCL fails, or the build has no NCCL. Free with ggml_comm_free after the backends
+// that ran its all-reduces (their captured CUDA graphs hold NCCL work: ncclCommDestroy waits for them).
+ggml_comm * ggml_backend_cuda_comm_new(const int * devices, int n, std::string * err);

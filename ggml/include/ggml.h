@@ -387,6 +387,12 @@ ggml_tensor * ggml_flash_attn_ext(ggml_context * ctx, ggml_tensor * q, ggml_tens
 // query sees only its own sequence's few keys among the n_kv (its mask row is mostly -inf). Kernels then find
 // each query's visible key range from the mask and skip the rest, per query when n_seq is large.
 void          ggml_flash_attn_ext_set_seqs(ggml_tensor * fa, int n_seq, bool shared);
+// The element-wise sum of a (f32, contiguous) over the ranks of comm (ggml-backend.h): every rank's graph has one
+// such node with its own rank, run at the same time (a thread or process per rank); each rank's result is the same
+// sum, added in rank order. The tensor-parallel split (llm, -sm row) reduces its partial projections this way.
+struct ggml_comm;
+ggml_tensor * ggml_all_reduce(ggml_context * ctx, ggml_tensor * a, ggml_comm * comm, int rank);
+ggml_comm *   ggml_all_reduce_comm(const ggml_tensor * t);  // of an ALL_REDUCE node
 
 // ---------------------------------------------------------------------------------------------
 // Graphs.

@@ -7,6 +7,8 @@
 //   ROPE           i32[0] = n_dims, i32[1] = mode, f32[2] = freq_base, f32[3] = freq_scale
 //   PERMUTE        i32[0..3] = axes
 //   FLASH_ATTN_EXT f32[0] = scale, i32[1] = causal_n_past (-1: none)
+//   ALL_REDUCE     i32[0] = rank, i32[2..3] = the ggml_comm pointer
+#include "ggml-comm.h"
 #include "ggml-impl.h"
 
 ggml_tensor * ggml_new_view(ggml_context * ctx, ggml_tensor * src, int n_dims, const int64_t * ne, size_t offset);
@@ -263,4 +265,22 @@ ggml_tensor * ggml_flash_attn_ext(ggml_context * ctx, ggml_tensor * q, ggml_tens
     ggml_set_op_params_f32(t, 0, scale);
     ggml_set_op_params_i32(t, 1, causal_n_past);
     return t;
+}
+
+// ---- all-reduce ----------------------------------------------------------------------------------
+ggml_tensor * ggml_all_reduce(ggml_context * ctx, ggml_tensor * a, ggml_comm * comm, int rank) {
+    GGML_ASSERT(a->type == GGML_TYPE_F32 && ggml_is_contiguous(a) && comm);
+    GGML_ASSERT(rank >= 0 && rank < ggml_comm_n_ranks(comm));
+    ggml_tensor * t = new_op(ctx, GGML_OP_ALL_REDUCE, GGML_TYPE_F32, a->ne, a);
+    ggml_set_op_params_i32(t, 0, rank);
+    static_assert(sizeof(ggml_comm *) <= 2 * sizeof(int32_t));
+    __builtin_memcpy(&t->op_params[2], &comm, sizeof(comm));
+    return t;
+}
+
+ggml_comm * ggml_all_reduce_comm(const ggml_tensor * t) {
+    GGML_ASSERT(t->op == GGML_OP_ALL_REDUCE);
+    ggml_comm * comm = nullptr;
+    __builtin_memcpy(&comm, &t->op_params[2], sizeof(comm));
+    return comm;
 }

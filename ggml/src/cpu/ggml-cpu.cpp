@@ -124,6 +124,8 @@ static bool cpu_node_is_serial(const ggml_tensor * t) {
         case GGML_OP_MUL_MAT:
         case GGML_OP_FLASH_ATTN_EXT:
             return false;
+        case GGML_OP_ALL_REDUCE: // one thread of each rank meets the others (cpu/all_reduce.cpp)
+            return true;
         default:
             break;
     }

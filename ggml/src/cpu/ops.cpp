@@ -2,6 +2,7 @@
 // from dst->op to the ggml_cpu_op_* kernels. View ops and NONE compute nothing.
 #include "common.h"
 #include "cpu/repack.h"
+#include "ggml-comm.h"
 
 static bool is_f32(const ggml_tensor * t) { return t->type == GGML_TYPE_F32; }
 static bool is_f32_f16(const ggml_tensor * t) { return ggml_cpu_is_float(t->type); }
@@ -66,6 +67,8 @@ bool ggml_cpu_supports_op(const ggml_tensor * dst) {
                    s0->nb[0] == ggml_type_size(s0->type);
         case GGML_OP_ARGMAX:
             return s0 && is_f32(s0) && dst->type == GGML_TYPE_I32;
+        case GGML_OP_ALL_REDUCE:
+            return s0 && is_f32(s0) && ggml_is_contiguous(s0) && ggml_all_reduce_comm(dst)->kind == GGML_COMM_HOST;
         case GGML_OP_FLASH_ATTN_EXT:
             return s0 && s1 && s2 && is_f32(s0) && is_kv_type(s1) && is_kv_type(s2) && (!s3 || is_f32_f16(s3)) &&
                    s1->nb[0] == ggml_type_size(s1->type) && s2->nb[0] == ggml_type_size(s2->type) &&
@@ -129,6 +132,9 @@ void ggml_cpu_compute_node(const ggml_cpu_params & p, ggml_tensor * dst) {
             return;
         case GGML_OP_ARGMAX:
             ggml_cpu_op_argmax(p, dst);
+            return;
+        case GGML_OP_ALL_REDUCE:
+            ggml_cpu_op_all_reduce(p, dst);
             return;
         case GGML_OP_FLASH_ATTN_EXT:
             ggml_cpu_op_flash_attn_ext(p, dst);

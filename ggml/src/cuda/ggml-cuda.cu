@@ -1,6 +1,7 @@
 // ggml-cuda.cu - the CUDA backend glue: device and pinned-host buffer types, the backend
 // interface (graph_compute dispatching per op, supports_op, synchronize), the fused
 // RMS_NORM+MUL, and CUDA-graph capture/replay of repeated graphs (decode steps).
+#include "all-reduce.cuh"
 #include "argmax.cuh"
 #include "binary.cuh"
 #include "common.cuh"
@@ -418,6 +419,9 @@ static void run_node(ggml_cuda_context & ctx, ggml_tensor * t) {
             break;
         case GGML_OP_ARGMAX:
             ggml_cuda_op_argmax(ctx, t);
+            break;
+        case GGML_OP_ALL_REDUCE:
+            ggml_cuda_op_all_reduce(ctx, t);
             break;
         case GGML_OP_FLASH_ATTN_EXT:
             ggml_cuda_op_flash_attn_ext(ctx, t);
@@ -1253,7 +1257,7 @@ static ggml_backend_buffer_type_t cuda_backend_get_default_buffer_type(ggml_back
 
 static bool is_f(ggml_type t) { return t == GGML_TYPE_F32 || t == GGML_TYPE_F16; }
 
-static bool cuda_backend_supports_op(ggml_backend_t, const ggml_tensor * t) {
+static bool cuda_backend_supports_op(ggml_backend_t backend, const ggml_tensor * t) {
     const ggml_tensor * a = t->src[0];
     const ggml_tensor * b = t->src[1];
     // repacked weights (q8repack.cuh): read only by mat-mul and get_rows, whole; never written
@@ -1306,6 +1310,13 @@ static bool cuda_backend_supports_op(ggml_backend_t, const ggml_tensor * t) {
             return is_f(a->type);
         case GGML_OP_ARGMAX:
             return a->type == GGML_TYPE_F32;
+        case GGML_OP_ALL_REDUCE: { // an NCCL communicator whose rank is this backend's device
+            const ggml_comm * comm = ggml_all_reduce_comm(t);
+            const int rank = ggml_get_op_params_i32(t, 0);
+            return ggml_cuda_all_reduce_available() && ggml_comm_get_kind(comm) == GGML_COMM_NCCL &&
+                   a->type == GGML_TYPE_F32 && ggml_is_contiguous(a) &&
+                   ggml_cuda_comm_device(comm, rank) == ((ggml_cuda_context *)backend->context)->device;
+        }
         case GGML_OP_FLASH_ATTN_EXT: {
             // K and V of one float type, or q8_0/q4_0 caches (dense rows; fattn.cu: decode in place for D 64/96/128,
             // else through an f16 copy) with the other of K/V q8_0, q4_0, f16 or f32
