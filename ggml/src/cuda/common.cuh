@@ -41,12 +41,21 @@
 // Scratch memory for one graph_compute: a bump allocator over one device block. Addresses are
 // stable between calls with the same sequence of requests (CUDA graphs rely on that). When a
 // request does not fit, an extra block is taken and, at the end of the graph, everything is
-// merged into one larger block (grew() tells the caller captured graphs are stale).
+// merged into one larger block (grew() tells the caller captured graphs are stale). An extra block is given back by
+// the rewind past the offset it was taken at; a later request that does not fit reuses the smallest such free block
+// that holds it (and is at most twice its size), in stream order as the main block is reused. So the first prompt of
+// a 70B model, which dequantizes 240 large weights to f16 one after another, holds one of them, not their sum (which
+// ran a single H200 out of memory).
 struct ggml_cuda_pool {
     int device = 0;
     char * base = nullptr;
     size_t size = 0, used = 0, peak = 0;
-    std::vector<void *> extra; // overflow blocks of this graph
+    struct xblock {
+        void * p;
+        size_t n, at; // bytes; the offset it serves while live
+        bool live;
+    };
+    std::vector<xblock> extra; // overflow blocks of this graph
     bool grown = false;
 
     void * alloc(size_t n) {
@@ -55,15 +64,25 @@ struct ggml_cuda_pool {
         if (used + n <= size) {
             p = base + used;
         } else {
-            CUDA_CHECK(cudaMalloc(&p, n));
-            extra.push_back(p);
+            xblock * best = nullptr;
+            for (xblock & b : extra) {
+                if (!b.live && b.n >= n && b.n / 2 <= n && (!best || b.n < best->n)) best = &b;
+            }
+            if (!best) {
+                CUDA_CHECK(cudaMalloc(&p, n));
+                extra.push_back({p, n, 0, false});
+                best = &extra.back();
+            }
+            best->live = true;
+            best->at = used;
+            p = best->p;
         }
         used += n;
         if (used > peak) peak = used;
         return p;
     }
     void reset() {
-        used = 0;
+        rewind(0);
         pin_end = 0;
     }
     // One allocation kept for reuse across nodes (ctx.rcache) ends at pin_end (0: none): a rewind below it drops it.
@@ -75,12 +94,13 @@ struct ggml_cuda_pool {
     void rewind(size_t m) {
         used = m;
         if (m < pin_end) pin_end = 0;
+        for (xblock & b : extra) b.live = b.live && b.at < m;
     }
     // after the stream is idle: fold overflow blocks into one block of the peak size
     bool settle() {
         if (extra.empty()) return false;
-        for (void * p : extra)
-            CUDA_CHECK(cudaFree(p));
+        for (const xblock & b : extra)
+            CUDA_CHECK(cudaFree(b.p));
         extra.clear();
         if (base) CUDA_CHECK(cudaFree(base));
         size = peak + peak / 8;
@@ -88,8 +108,8 @@ struct ggml_cuda_pool {
         return true;
     }
     void release() {
-        for (void * p : extra)
-            cudaFree(p);
+        for (const xblock & b : extra)
+            cudaFree(b.p);
         extra.clear();
         if (base) cudaFree(base);
         base = nullptr;
