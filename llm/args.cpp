@@ -249,11 +249,13 @@ std::vector<cli_opt> cli_options(const llm_cli_params & d) {
                  set_int(&llm_cli_params::main_gpu, 0, 1023)});
     o.push_back({{"-sm", "--split-mode"}, "{none,layer,row}", CLI_GROUP_COMMON,
                  "how the offloaded layers spread over several GPUs: none (all on -mg), layer (consecutive layers on "
-                 "consecutive GPUs, by -ts; default); row is not supported yet",
+                 "consecutive GPUs, by -ts; default), row (tensor parallelism: each layer's KV heads and FFN columns "
+                 "split by -ts, the GPUs' partial sums added by NCCL all-reduces; needs every layer offloaded)",
                  set_parsed(&llm_cli_params::split_mode, llm_split_mode_from_name,
                             "unknown split mode '%s' for %s (none, layer, row)")});
     o.push_back({{"-ts", "--tensor-split"}, "N0,N1,...", CLI_GROUP_COMMON,
-                 "each GPU's share of the layers with -sm layer, e.g. 3,1 (default: by free memory)",
+                 "each GPU's share of the layers (-sm layer) or of each layer (-sm row), e.g. 3,1 (default: by free "
+                 "memory)",
                  set_parsed(&llm_cli_params::tensor_split, llm_tensor_split_parse,
                             "bad value '%s' for %s (non-negative numbers: 3,1)")});
     o.push_back({{"--mmap", "--no-mmap"}, nullptr, CLI_GROUP_COMMON,

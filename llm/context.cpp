@@ -31,22 +31,44 @@ static void fetch_outputs(llm_context * ctx) {
     if (ctx->argmax_pending) get_argmax(ctx);
 }
 
+// Split mode row: shard s's scheduler and kept graph (shard 0's are the context's own); one shard otherwise.
+static int n_shards(const llm_context * ctx) { return 1 + (int) ctx->shards.size(); }
+static ggml_backend_sched_t sched_of(const llm_context * ctx, int s) {
+    return s ? ctx->shards[s - 1].sched : ctx->sched;
+}
+static llm_graph & graph_of(llm_context * ctx, int s) { return s ? ctx->shards[s - 1].graph : ctx->graph; }
+
+static void synchronize(llm_context * ctx) {
+    for (int s = 0; s < n_shards(ctx); ++s) {
+        if (sched_of(ctx, s)) ggml_backend_sched_synchronize(sched_of(ctx, s));
+    }
+}
+
 // Forget the kept graph (before graph_mem or sched serve another graph).
 static void drop_graph(llm_context * ctx) {
     fetch_outputs(ctx);
-    if (ctx->graph.ctx) ggml_free(ctx->graph.ctx);
-    ctx->graph = llm_graph();
+    for (int s = 0; s < n_shards(ctx); ++s) {
+        llm_graph & g = graph_of(ctx, s);
+        if (g.ctx) ggml_free(g.ctx);
+        g = llm_graph();
+    }
 }
 
 void llm_context_free(llm_context * ctx) {
     if (!ctx) return;
     ctx->logits_pending = ctx->argmax_pending = false;
-    if (ctx->sched) ggml_backend_sched_synchronize(ctx->sched);
+    synchronize(ctx);
     drop_graph(ctx);
     if (ctx->sched) ggml_backend_sched_free(ctx->sched);
+    for (auto & sc : ctx->shards) {
+        if (sc.sched) ggml_backend_sched_free(sc.sched);
+        if (sc.cpu) ggml_backend_free(sc.cpu);
+    }
+    ctx->workers.reset();
     llm_kv_cache_free(ctx->kv);
     for (auto * g : ctx->gpus) ggml_backend_free(g);
     if (ctx->cpu) ggml_backend_free(ctx->cpu);
+    ggml_comm_free(ctx->comm);  // after the backends: their CUDA graphs hold NCCL's captured all-reduces
     delete ctx;
 }
 
@@ -82,9 +104,35 @@ llm_context * llm_context_new(llm_model * model, const llm_context_params & para
         if (!g) return fail(std::string("cannot initialise ") + (model->sim_devices ? "simulated" : "CUDA") +
                             " device " + std::to_string(dev));
         ctx->gpus.push_back(g);
-        ctx->backends.push_back(g);
+        if (model->shards.empty() || ctx->backends.empty()) ctx->backends.push_back(g);  // row: shard 0's device
     }
     ctx->backends.push_back(ctx->cpu);
+    const int n_graph_nodes = 64 + 48 * hp.n_layer;
+    const size_t graph_mem = n_graph_nodes * ggml_tensor_overhead() + ggml_graph_overhead_custom(n_graph_nodes);
+    if (!model->shards.empty()) {
+        // split mode row: an all-reduce communicator over the devices, and shards 1.. with their own CPU backend and
+        // scheduler, run by threads of their own
+        const int n = (int) model->shards.size();
+        std::string cerr = "no CUDA in this build";
+        if (model->sim_devices) {
+            ctx->comm = ggml_comm_host_new(n);
+        } else {
+#ifdef GGML_USE_CUDA
+            ctx->comm = ggml_backend_cuda_comm_new(model->devices.data(), n, &cerr);
+#endif
+        }
+        if (!ctx->comm) return fail("split mode row: cannot create the all-reduce communicator: " + cerr);
+        ctx->shards.resize(n - 1);
+        for (int s = 1; s < n; ++s) {
+            llm_shard_ctx & sc = ctx->shards[s - 1];
+            if (!(sc.cpu = ggml_backend_cpu_init())) return fail("cannot initialise the CPU backend");
+            ggml_backend_cpu_set_n_threads(sc.cpu, ctx->n_threads);
+            ggml_backend_t bs[2] = {ctx->gpus[s], sc.cpu};
+            if (!(sc.sched = ggml_backend_sched_new(bs, 2, n_graph_nodes))) return fail("cannot create the scheduler");
+            sc.graph_mem.resize(graph_mem);
+        }
+        ctx->workers = std::make_unique<llm_workers>(n - 1);
+    }
 
     if (!llm_kv_cache_init(ctx->kv, *model, ctx->n_ctx, params.n_seq_max, params.type_k, params.type_v,
                            /*v_trans=*/!params.flash_attn, ctx->gpus, err)) {
@@ -92,21 +140,31 @@ llm_context * llm_context_new(llm_model * model, const llm_context_params & para
         return nullptr;
     }
 
-    ctx->graph_size = 64 + 48 * (size_t) hp.n_layer;
-    ctx->graph_mem.resize(ctx->graph_size * ggml_tensor_overhead() + ggml_graph_overhead_custom(ctx->graph_size));
+    ctx->graph_size = n_graph_nodes;
+    ctx->graph_mem.resize(graph_mem);
     ctx->sched = ggml_backend_sched_new(ctx->backends.data(), (int) ctx->backends.size(), ctx->graph_size);
     if (!ctx->sched) return fail("cannot create the scheduler");
 
     // plan the compute buffers once on the worst case: a full batch reading every cell, with logits of every token
     // (all_logits) or of one per sequence (a batch that wants more grows the buffers when it comes)
     const int n_out = params.all_logits ? ctx->n_batch : std::min(ctx->n_batch, std::max(1, params.n_seq_max));
-    llm_graph g = llm_build_graph(*ctx, ctx->n_batch, ctx->n_ctx, n_out,
-                                  n_out == ctx->n_batch ? LLM_OUT_ALL : n_out == 1 ? LLM_OUT_LAST : LLM_OUT_IDS);
-    const bool ok = ggml_backend_sched_reserve(ctx->sched, g.gf);
-    ggml_free(g.ctx);
-    if (!ok) return fail("cannot allocate the compute buffers (n_ctx " + std::to_string(ctx->n_ctx) + ", n_batch " +
-                         std::to_string(ctx->n_batch) + ")");
+    for (int s = 0; s < n_shards(ctx); ++s) {
+        llm_graph g = llm_build_graph(*ctx, ctx->n_batch, ctx->n_ctx, n_out,
+                                      n_out == ctx->n_batch ? LLM_OUT_ALL : n_out == 1 ? LLM_OUT_LAST : LLM_OUT_IDS, 1,
+                                      s);
+        const bool ok = ggml_backend_sched_reserve(sched_of(ctx, s), g.gf);
+        ggml_free(g.ctx);
+        if (!ok) {
+            return fail("cannot allocate the compute buffers (n_ctx " + std::to_string(ctx->n_ctx) + ", n_batch " +
+                        std::to_string(ctx->n_batch) + ")");
+        }
+    }
     for (auto * b : ctx->backends) ctx->perf.compute_buffer_bytes += ggml_backend_sched_get_buffer_size(ctx->sched, b);
+    for (size_t s = 1; s < ctx->gpus.size() && !ctx->shards.empty(); ++s) {
+        for (ggml_backend_t b : {ctx->gpus[s], ctx->shards[s - 1].cpu}) {
+            ctx->perf.compute_buffer_bytes += ggml_backend_sched_get_buffer_size(ctx->shards[s - 1].sched, b);
+        }
+    }
     ctx->perf.kv_bytes = ctx->kv.size_bytes();
     ctx->perf.kv_k_bytes = ctx->kv.size_bytes_k();
     ctx->perf.kv_v_bytes = ctx->kv.size_bytes_v();
@@ -157,32 +215,53 @@ static bool decode_ubatch(llm_context * ctx, const llm_batch & b, int i0, int n,
         n_seq = __builtin_popcountll(seen);
     }
     const llm_graph & kept = ctx->graph;
+    const int n_sh = n_shards(ctx);
     if (!(ctx->graph_reuse && kept.ctx && kept.n_tokens == n && kept.n_kv == n_kv && kept.out == mode &&
           kept.n_out == n_graph_out && kept.n_seq == n_seq)) {
         drop_graph(ctx);
-        ctx->graph = llm_build_graph(*ctx, n, n_kv, n_graph_out, mode, n_seq);
+        bool ok = true;
+        for (int s = 0; s < n_sh; ++s) {
+            llm_graph & g = graph_of(ctx, s);
+            g = llm_build_graph(*ctx, n, n_kv, n_graph_out, mode, n_seq, s);
+            ggml_backend_sched_reset(sched_of(ctx, s));
+            ok = ok && ggml_backend_sched_alloc_graph(sched_of(ctx, s), g.gf);
+        }
         ++ctx->perf.n_graph_builds;
-        ggml_backend_sched_reset(ctx->sched);
-        if (!ggml_backend_sched_alloc_graph(ctx->sched, ctx->graph.gf)) {
+        if (!ok) {
             drop_graph(ctx);
             llm_kv_free_cells(ctx->kv, cells.data(), n);
             if (err) *err = "llm_decode: cannot allocate the graph of " + std::to_string(n) + " tokens";
             return false;
         }
     }
-    const llm_graph & g = ctx->graph;
-    ggml_backend_tensor_set(g.inp_tokens, b.token.data() + i0, 0, n * sizeof(int32_t));
-    ggml_backend_tensor_set(g.inp_pos, pos, 0, n * sizeof(int32_t));
-    ggml_backend_tensor_set(g.inp_cells, cells.data(), 0, n * sizeof(int32_t));
-    if (g.inp_out_ids) ggml_backend_tensor_set(g.inp_out_ids, ids.data(), 0, n_out * sizeof(int32_t));
-    ctx->mask_buf.resize(ggml_nbytes(g.inp_kq_mask));
-    llm_kv_fill_mask(ctx->kv, ctx->mask_buf.data(), g.inp_kq_mask->type, g.n_kv, n, seq, pos);
-    ggml_backend_tensor_set(g.inp_kq_mask, ctx->mask_buf.data(), 0, ctx->mask_buf.size());
+    ctx->mask_buf.resize(ggml_nbytes(ctx->graph.inp_kq_mask));
+    llm_kv_fill_mask(ctx->kv, ctx->mask_buf.data(), ctx->graph.inp_kq_mask->type, n_kv, n, seq, pos);
+    for (int s = 0; s < n_sh; ++s) {  // every shard's graph has the same inputs
+        const llm_graph & g = graph_of(ctx, s);
+        ggml_backend_tensor_set(g.inp_tokens, b.token.data() + i0, 0, n * sizeof(int32_t));
+        ggml_backend_tensor_set(g.inp_pos, pos, 0, n * sizeof(int32_t));
+        ggml_backend_tensor_set(g.inp_cells, cells.data(), 0, n * sizeof(int32_t));
+        if (g.inp_out_ids) ggml_backend_tensor_set(g.inp_out_ids, ids.data(), 0, n_out * sizeof(int32_t));
+        ggml_backend_tensor_set(g.inp_kq_mask, ctx->mask_buf.data(), 0, ctx->mask_buf.size());
+    }
 
     // not waited for here: the next ubatch's graph, mask and inputs are prepared on the host while this one runs
-    // (its input uploads are ordered after it); decode() waits at its end
-    const ggml_status st = ctx->ubatch_sync ? ggml_backend_sched_graph_compute(ctx->sched, g.gf)
-                                            : ggml_backend_sched_graph_compute_async(ctx->sched, g.gf);
+    // (its input uploads are ordered after it); decode() waits at its end. Split mode row: the shards' graphs at
+    // once, one thread each (they meet at their all-reduces)
+    auto compute = [ctx](int s) {
+        ggml_backend_sched_t sc = sched_of(ctx, s);
+        ggml_cgraph * gf = graph_of(ctx, s).gf;
+        return ctx->ubatch_sync ? ggml_backend_sched_graph_compute(sc, gf)
+                                : ggml_backend_sched_graph_compute_async(sc, gf);
+    };
+    ggml_status st = GGML_STATUS_SUCCESS;
+    if (n_sh == 1) {
+        st = compute(0);
+    } else {
+        std::vector<ggml_status> sts(n_sh);
+        ctx->workers->run([&](int s) { sts[s] = compute(s); });
+        for (ggml_status x : sts) st = x != GGML_STATUS_SUCCESS ? x : st;
+    }
     if (st != GGML_STATUS_SUCCESS) {
         drop_graph(ctx);
         llm_kv_free_cells(ctx->kv, cells.data(), n);
@@ -258,14 +337,14 @@ static bool decode(llm_context * ctx, const llm_batch & b, std::string * err) {
         int got = 0;
         // one graph: its outputs stay on the backend until asked for
         if (!decode_ubatch(ctx, b, i0, nb, out.data() + i0, row, nb == n, &got, err)) {
-            ggml_backend_sched_synchronize(ctx->sched);
+            synchronize(ctx);
             ctx->n_logits_rows = 0;
             ctx->out_row.clear();
             return false;
         }
         row += got;
     }
-    ggml_backend_sched_synchronize(ctx->sched);
+    synchronize(ctx);
     const double ms = (ggml_time_us() - t0) / 1000.0;
     if (n > 1) {
         ctx->perf.t_prompt_ms += ms;
@@ -349,7 +428,9 @@ bool llm_kv_seq_add(llm_context * ctx, int seq, int p0, int p1, int delta, std::
     // the kept graph is dropped only when cells move (the shift runs its own graph through sched): a removal with
     // nothing after it (bench, the server trimming a sequence's tail) keeps it (rebuilding a 512-token graph costs
     // ~0.8 ms of host time per prompt)
-    return llm_kv_seq_add(ctx->kv, *ctx->model, ctx->sched, seq, p0, p1, delta, err, [ctx] { drop_graph(ctx); });
+    std::vector<ggml_backend_sched_t> scheds;
+    for (int s = 0; s < n_shards(ctx); ++s) scheds.push_back(sched_of(ctx, s));
+    return llm_kv_seq_add(ctx->kv, *ctx->model, scheds, seq, p0, p1, delta, err, [ctx] { drop_graph(ctx); });
 }
 
 void llm_kv_remove(llm_context * ctx, int p0, int p1) {

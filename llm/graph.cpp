@@ -11,11 +11,21 @@
 #include <algorithm>
 #include <cmath>
 
-llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_kv, int n_out, llm_graph_out out, int n_seq) {
+llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_kv, int n_out, llm_graph_out out, int n_seq,
+                          int shard) {
     const llm_model & model = *lctx.model;
     const llm_hparams & hp = model.hp;
     const llm_kv_cache & kv = lctx.kv;
-    const int64_t n_embd = hp.n_embd, n_head = hp.n_head, n_head_kv = hp.n_head_kv, hd = hp.n_embd_head;
+    // split mode row: this shard's heads (and FFN columns, in its slices); wo and ffn_down give partial sums that the
+    // all-reduce adds up over the shards
+    const llm_shard * sh = model.shards.empty() ? nullptr : &model.shards[shard];
+    GGML_ASSERT(sh || shard == 0);
+    const std::vector<llm_layer> & layers = sh ? sh->layers : model.layers;
+    std::vector<uint8_t> & mem = shard == 0 ? lctx.graph_mem : lctx.shards[shard - 1].graph_mem;
+    const int64_t n_embd = hp.n_embd, hd = hp.n_embd_head;
+    const int64_t n_head = sh ? sh->n_head : hp.n_head, n_head_kv = sh ? sh->n_head_kv : hp.n_head_kv;
+    const int64_t n_q = hd * n_head;  // this shard's query width (n_embd without a split)
+
     GGML_ASSERT(n_tokens > 0 && n_tokens <= kv.n_ctx && n_kv > 0 && n_kv <= kv.n_ctx);
     GGML_ASSERT(out == LLM_OUT_ALL ? n_out == n_tokens : out == LLM_OUT_LAST ? n_out == 1 : n_out >= 1 && n_out <= n_tokens);
     const float kq_scale = 1.0f / std::sqrt((float) hd);
@@ -26,8 +36,15 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_kv, int n_out,
     g.n_out = n_out;
     g.out = out;
     g.n_seq = n_seq;
-    g.ctx = ggml_init({lctx.graph_mem.size(), lctx.graph_mem.data(), true});
+    g.ctx = ggml_init({mem.size(), mem.data(), true});
     ggml_context * ctx = g.ctx;
+    // [n_embd, n] partial sums of this shard -> the sum over all shards (nothing without a split)
+    auto reduce = [&](ggml_tensor * partial, const char * name, int il) {
+        if (!sh) return partial;
+        ggml_tensor * t = ggml_all_reduce(ctx, partial, lctx.comm, shard);
+        ggml_format_name(t, "%s-%d", name, il);
+        return t;
+    };
     ggml_cgraph * gf = ggml_new_graph_custom(ctx, lctx.graph_size);
     g.gf = gf;
 
@@ -56,7 +73,7 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_kv, int n_out,
     ggml_set_name(x, "inp_embd");
 
     for (int il = 0; il < hp.n_layer; ++il) {
-        const llm_layer & L = model.layers[il];
+        const llm_layer & L = layers[il];
         const bool last = il == hp.n_layer - 1;
         ggml_tensor * inp = x;
 
@@ -66,7 +83,7 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_kv, int n_out,
         cur = ggml_mul(ctx, cur, L.attn_norm);  // [n_embd, n_tokens]
         ggml_format_name(cur, "attn_norm-%d", il);
 
-        ggml_tensor * q = ggml_mul_mat(ctx, L.wq, cur);  // [n_embd, n_tokens]
+        ggml_tensor * q = ggml_mul_mat(ctx, L.wq, cur);  // [n_q, n_tokens]
         ggml_format_name(q, "Qcur-%d", il);
         ggml_tensor * k = ggml_mul_mat(ctx, L.wk, cur);  // [n_embd_k_gqa, n_tokens]
         ggml_format_name(k, "Kcur-%d", il);
@@ -86,17 +103,17 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_kv, int n_out,
                           hp.rope_freq_scale);  // [hd, n_head_kv, n_tokens]
         ggml_format_name(k, "Krope-%d", il);
 
-        llm_kv_store(ctx, gf, kv, il, ggml_reshape_2d(ctx, k, hd * n_head_kv, n_tokens), v, g.inp_cells);
+        llm_kv_store(ctx, gf, kv, il, ggml_reshape_2d(ctx, k, hd * n_head_kv, n_tokens), v, g.inp_cells, shard);
 
         ggml_tensor * qp = ggml_permute(ctx, q, 0, 2, 1, 3);  // [hd, n_tokens, n_head]
-        ggml_tensor * kc = llm_kv_view_k(ctx, kv, il, n_kv);  // [hd, n_kv, n_head_kv]
-        ggml_tensor * vc = llm_kv_view_v(ctx, kv, il, n_kv);
+        ggml_tensor * kc = llm_kv_view_k(ctx, kv, il, n_kv, shard);  // [hd, n_kv, n_head_kv]
+        ggml_tensor * vc = llm_kv_view_v(ctx, kv, il, n_kv, shard);
         ggml_tensor * attn;
         if (lctx.params.flash_attn) {
             attn = ggml_flash_attn_ext(ctx, qp, kc, vc, g.inp_kq_mask, kq_scale, -1);  // [hd, n_head, n_tokens]
             ggml_flash_attn_ext_set_seqs(attn, n_seq, kv.n_seq_max > 1);
             ggml_format_name(attn, "fattn-%d", il);
-            attn = ggml_reshape_2d(ctx, attn, n_embd, n_tokens);
+            attn = ggml_reshape_2d(ctx, attn, n_q, n_tokens);
         } else {
             ggml_tensor * kq = ggml_mul_mat(ctx, kc, qp);  // [n_kv, n_tokens, n_head]
             ggml_format_name(kq, "kq-%d", il);
@@ -104,21 +121,22 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_kv, int n_out,
             ggml_format_name(kq, "kq_soft_max-%d", il);
             ggml_tensor * kqv = ggml_mul_mat(ctx, vc, kq);  // [hd, n_tokens, n_head]
             ggml_format_name(kqv, "kqv-%d", il);
-            attn = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), n_embd, n_tokens);  // [n_embd, n_tokens]
+            attn = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), n_q, n_tokens);  // [n_q, n_tokens]
         }
         ggml_format_name(attn, "kqv_out-%d", il);
 
         if (last && out == LLM_OUT_LAST && n_tokens > 1) {
             // only the last token goes on: skip the FFN (and the output matmul) of the others
-            attn = ggml_view_2d(ctx, attn, n_embd, 1, attn->nb[1], (n_tokens - 1) * attn->nb[1]);
+            attn = ggml_view_2d(ctx, attn, n_q, 1, attn->nb[1], (n_tokens - 1) * attn->nb[1]);
             inp = ggml_view_2d(ctx, inp, n_embd, 1, inp->nb[1], (n_tokens - 1) * inp->nb[1]);
         } else if (last && out == LLM_OUT_IDS) {
-            // only the tokens whose logits are wanted go on: [n_embd, n_out]
+            // only the tokens whose logits are wanted go on: [n_q / n_embd, n_out]
             attn = ggml_get_rows(ctx, attn, g.inp_out_ids);
             inp = ggml_get_rows(ctx, inp, g.inp_out_ids);
         }
         cur = ggml_mul_mat(ctx, L.wo, attn);  // [n_embd, n_out]
         ggml_format_name(cur, "attn_out-%d", il);
+        cur = reduce(cur, "attn_out_sum", il);
         x = ggml_add(ctx, cur, inp);
         ggml_format_name(x, "ffn_inp-%d", il);
 
@@ -127,7 +145,7 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_kv, int n_out,
         ggml_format_name(cur, "ffn_norm_raw-%d", il);
         cur = ggml_mul(ctx, cur, L.ffn_norm);
         ggml_format_name(cur, "ffn_norm-%d", il);
-        ggml_tensor * gate = ggml_mul_mat(ctx, L.ffn_gate, cur);  // [n_ff, n_out]
+        ggml_tensor * gate = ggml_mul_mat(ctx, L.ffn_gate, cur);  // [n_ff (the shard's), n_out]
         ggml_format_name(gate, "ffn_gate-%d", il);
         ggml_tensor * up = ggml_mul_mat(ctx, L.ffn_up, cur);  // [n_ff, n_out]
         ggml_format_name(up, "ffn_up-%d", il);
@@ -135,10 +153,15 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_kv, int n_out,
         ggml_format_name(cur, "ffn_swiglu-%d", il);
         cur = ggml_mul_mat(ctx, L.ffn_down, cur);  // [n_embd, n_out]
         ggml_format_name(cur, "ffn_out-%d", il);
+        cur = reduce(cur, "ffn_out_sum", il);
         x = ggml_add(ctx, cur, x);
         ggml_format_name(x, "l_out-%d", il);
     }
 
+    if (shard > 0) {  // shards 1.. end with their last all-reduce (and the residual add after it)
+        ggml_build_forward_expand(gf, x);
+        return g;
+    }
     ggml_tensor * cur = ggml_rms_norm(ctx, x, hp.rms_eps);
     ggml_set_name(cur, "result_norm_raw");
     cur = ggml_mul(ctx, cur, model.output_norm);

@@ -129,17 +129,23 @@ bool llm_kv_cache_init(llm_kv_cache & kv, const llm_model & model, int n_ctx, in
     kv.v_trans = v_trans;
     kv.n_embd_head = hp.n_embd_head;
     kv.n_head_kv = hp.n_head_kv;
-    const int64_t n_embd_kv = hp.n_embd_k_gqa();
+    kv.n_layer = hp.n_layer;
+    kv.n_shards = std::max<int>(1, (int) model.shards.size());
 
     // one context (and one buffer) per buffer type
     std::map<ggml_backend_buffer_type_t, ggml_context *> ctx_of;
     std::map<ggml_backend_buffer_type_t, bool> dev_ok;  // device buffer types whose backend runs the cache's ops
     int n_moved = 0;
     const bool quantized = ggml_is_quantized(type_k) || ggml_is_quantized(type_v);
-    kv.k.resize(hp.n_layer);
-    kv.v.resize(hp.n_layer);
-    for (int il = 0; il < hp.n_layer; ++il) {
-        ggml_backend_buffer_type_t buft = model.layers[il].buft;
+    kv.k.resize((size_t) kv.n_shards * hp.n_layer);
+    kv.v.resize((size_t) kv.n_shards * hp.n_layer);
+    for (int i = 0; i < kv.n_shards * hp.n_layer; ++i) {
+        const int s = i / hp.n_layer, il = i % hp.n_layer;
+        // split mode row: shard s's KV heads of the layer, on its device
+        const llm_layer & L = model.shards.empty() ? model.layers[il] : model.shards[s].layers[il];
+        const int64_t n_embd_kv = (int64_t) hp.n_embd_head * (model.shards.empty() ? hp.n_head_kv
+                                                                                      : model.shards[s].n_head_kv);
+        ggml_backend_buffer_type_t buft = L.buft;
         // f32/f16 caches stay with their layer as before; a quantized one only where the device runs its ops
         if (quantized && !ggml_backend_buft_is_host(buft)) {
             auto it = dev_ok.find(buft);
@@ -160,16 +166,18 @@ bool llm_kv_cache_init(llm_kv_cache & kv, const llm_model & model, int n_ctx, in
             c = ggml_init({(size_t) 2 * hp.n_layer * ggml_tensor_overhead(), nullptr, true});
             kv.ctxs.push_back(c);
         }
-        kv.k[il] = ggml_new_tensor_2d(c, type_k, n_embd_kv, n_ctx);  // [n_embd_k_gqa, n_ctx]
-        kv.v[il] = v_trans ? ggml_new_tensor_2d(c, type_v, n_ctx, n_embd_kv)   // [n_ctx, n_embd_v_gqa]
-                           : ggml_new_tensor_2d(c, type_v, n_embd_kv, n_ctx);  // [n_embd_v_gqa, n_ctx]
-        ggml_format_name(kv.k[il], "cache_k_l%d", il);
-        ggml_format_name(kv.v[il], "cache_v_l%d", il);
+        kv.k[i] = ggml_new_tensor_2d(c, type_k, n_embd_kv, n_ctx);  // [n_embd_k_gqa, n_ctx]
+        kv.v[i] = v_trans ? ggml_new_tensor_2d(c, type_v, n_ctx, n_embd_kv)   // [n_ctx, n_embd_v_gqa]
+                          : ggml_new_tensor_2d(c, type_v, n_embd_kv, n_ctx);  // [n_embd_v_gqa, n_ctx]
+        ggml_format_name(kv.k[i], s ? "cache_k_l%d.%d" : "cache_k_l%d", il, s);
+        ggml_format_name(kv.v[i], s ? "cache_v_l%d.%d" : "cache_v_l%d", il, s);
     }
     for (auto & [buft, c] : ctx_of) {
         ggml_backend_buffer_t b = ggml_backend_alloc_ctx_tensors_from_buft(c, buft);
         if (!b) {
-            const size_t need = (ggml_row_size(type_k, n_embd_kv) + ggml_row_size(type_v, n_embd_kv)) * (size_t) n_ctx;
+            size_t need = 0;  // per layer in this buffer
+            for (ggml_tensor * t = ggml_get_first_tensor(c); t; t = ggml_get_next_tensor(c, t)) need += ggml_nbytes(t);
+            need /= hp.n_layer;
             if (err) {
                 char buf[256];
                 snprintf(buf, sizeof(buf), "out of memory: KV cache (n_ctx %d, %.1f MiB per layer) on %s", n_ctx,
@@ -202,9 +210,9 @@ void llm_kv_cache_clear(llm_kv_cache & kv) {
 }
 
 void llm_kv_store(ggml_context * ctx, ggml_cgraph * gf, const llm_kv_cache & kv, int il, ggml_tensor * k_cur,
-                  ggml_tensor * v_cur, ggml_tensor * cells) {
-    ggml_tensor * k = kv.k[il];
-    ggml_tensor * v = kv.v[il];
+                  ggml_tensor * v_cur, ggml_tensor * cells, int shard) {
+    ggml_tensor * k = kv.k[shard * kv.n_layer + il];
+    ggml_tensor * v = kv.v[shard * kv.n_layer + il];
     const int64_t n_embd_kv = k->ne[0];
     const int64_t n_tokens = k_cur->ne[1];
     GGML_ASSERT(k_cur->ne[0] == n_embd_kv && v_cur->ne[0] == n_embd_kv && v_cur->ne[1] == n_tokens);
@@ -219,29 +227,33 @@ void llm_kv_store(ggml_context * ctx, ggml_cgraph * gf, const llm_kv_cache & kv,
     ggml_build_forward_expand(gf, vw);
 }
 
-ggml_tensor * llm_kv_view_k(ggml_context * ctx, const llm_kv_cache & kv, int il, int n_kv) {
-    ggml_tensor * k = kv.k[il];
-    ggml_tensor * t = ggml_view_3d(ctx, k, kv.n_embd_head, n_kv, kv.n_head_kv, k->nb[1],
+ggml_tensor * llm_kv_view_k(ggml_context * ctx, const llm_kv_cache & kv, int il, int n_kv, int shard) {
+    ggml_tensor * k = kv.k[shard * kv.n_layer + il];
+    ggml_tensor * t = ggml_view_3d(ctx, k, kv.n_embd_head, n_kv, k->ne[0] / kv.n_embd_head, k->nb[1],
                                    ggml_row_size(k->type, kv.n_embd_head), 0);
     ggml_format_name(t, "k-%d", il);
     return t;
 }
 
-ggml_tensor * llm_kv_view_v(ggml_context * ctx, const llm_kv_cache & kv, int il, int n_kv) {
-    ggml_tensor * v = kv.v[il];
+ggml_tensor * llm_kv_view_v(ggml_context * ctx, const llm_kv_cache & kv, int il, int n_kv, int shard) {
+    ggml_tensor * v = kv.v[shard * kv.n_layer + il];
     ggml_tensor * t;
     if (kv.v_trans) {
-        t = ggml_view_3d(ctx, v, n_kv, kv.n_embd_head, kv.n_head_kv, v->nb[1], v->nb[1] * kv.n_embd_head, 0);
+        const int64_t n_head_kv = v->ne[1] / kv.n_embd_head;
+        t = ggml_view_3d(ctx, v, n_kv, kv.n_embd_head, n_head_kv, v->nb[1], v->nb[1] * kv.n_embd_head, 0);
     } else {
-        t = ggml_view_3d(ctx, v, kv.n_embd_head, n_kv, kv.n_head_kv, v->nb[1],
+        t = ggml_view_3d(ctx, v, kv.n_embd_head, n_kv, v->ne[0] / kv.n_embd_head, v->nb[1],
                          ggml_row_size(v->type, kv.n_embd_head), 0);
     }
     ggml_format_name(t, "v-%d", il);
     return t;
 }
 
-bool llm_kv_seq_add(llm_kv_cache & kv, const llm_model & model, ggml_backend_sched_t sched, int seq, int p0, int p1,
-                    int delta, std::string * err, const std::function<void()> & before_shift) {
+static bool shift_keys(llm_kv_cache & kv, const llm_model & model, ggml_backend_sched_t sched, int s,
+                       const std::vector<int32_t> & rows, int delta);
+
+bool llm_kv_seq_add(llm_kv_cache & kv, const llm_model & model, const std::vector<ggml_backend_sched_t> & scheds,
+                    int seq, int p0, int p1, int delta, std::string * err, const std::function<void()> & before_shift) {
     if (seq < 0 || seq >= kv.n_seq_max || p0 < 0 || (p1 >= 0 && p1 < p0)) {
         if (err) {
             *err = "llm_kv_seq_add: bad sequence " + std::to_string(seq) + " or range [" + std::to_string(p0) + ", " +
@@ -263,11 +275,29 @@ bool llm_kv_seq_add(llm_kv_cache & kv, const llm_model & model, ggml_backend_sch
             return false;
         }
     }
-    const int n_move = (int) rows.size();
     if (before_shift) before_shift();
 
+    GGML_ASSERT((int) scheds.size() == kv.n_shards);
+    bool ok = true;
+    for (int s = 0; s < kv.n_shards && ok; ++s) ok = shift_keys(kv, model, scheds[s], s, rows, delta);
+    if (!ok) {
+        if (err) *err = "llm_kv_seq_add: the shift graph failed to allocate or compute";
+        return false;
+    }
+    uint64_t moved = 0; // the sequences that see a moved cell
+    for (int32_t j : rows) {
+        kv.cells[j].pos += delta;
+        moved |= kv.cells[j].seq;
+    }
+    llm_kv_recount_pos_max(kv, moved);
+    return true;
+}
+
+// The keys of cells `rows` of shard s's layers rotated by delta in place, on sched.
+static bool shift_keys(llm_kv_cache & kv, const llm_model & model, ggml_backend_sched_t sched, int s,
+                       const std::vector<int32_t> & rows, int delta) {
     const llm_hparams & hp = model.hp;
-    const int64_t n_embd_kv = hp.n_embd_k_gqa();
+    const int n_move = (int) rows.size();
     const size_t graph_size = 16 + 8 * (size_t) hp.n_layer;
     std::vector<uint8_t> mem(graph_size * ggml_tensor_overhead() + ggml_graph_overhead_custom(graph_size));
     ggml_context * ctx = ggml_init({mem.size(), mem.data(), true});
@@ -281,11 +311,13 @@ bool llm_kv_seq_add(llm_kv_cache & kv, const llm_model & model, ggml_backend_sch
     ggml_set_input(idx);
     for (int il = 0; il < hp.n_layer; ++il) {
         // keys of the cells -> f32 [head_dim, n_head_kv, n_move] -> rope by delta -> back into the same cells
-        ggml_tensor * k = kv.k[il];
+        ggml_tensor * k = kv.k[s * kv.n_layer + il];
+        const int64_t n_embd_kv = k->ne[0];
+        const llm_layer & L = model.shards.empty() ? model.layers[il] : model.shards[s].layers[il];
         ggml_tensor * kr = ggml_get_rows(ctx, k, idx);  // f32 [n_embd_k_gqa, n_move]
-        kr = ggml_reshape_3d(ctx, kr, hp.n_embd_head, hp.n_head_kv, n_move);
-        kr = ggml_rope_ext(ctx, kr, pos, model.layers[il].rope_freqs, hp.n_rot, GGML_ROPE_TYPE_NORMAL,
-                           hp.rope_freq_base, hp.rope_freq_scale);
+        kr = ggml_reshape_3d(ctx, kr, hp.n_embd_head, n_embd_kv / hp.n_embd_head, n_move);
+        kr = ggml_rope_ext(ctx, kr, pos, L.rope_freqs, hp.n_rot, GGML_ROPE_TYPE_NORMAL, hp.rope_freq_base,
+                           hp.rope_freq_scale);
         ggml_format_name(kr, "shift_k_rope-%d", il);
         ggml_tensor * w = ggml_set_rows(ctx, k, ggml_reshape_2d(ctx, kr, n_embd_kv, n_move), idx);
         ggml_format_name(w, "shift_k_store-%d", il);
@@ -302,15 +334,5 @@ bool llm_kv_seq_add(llm_kv_cache & kv, const llm_model & model, ggml_backend_sch
     }
     ggml_backend_sched_reset(sched);
     ggml_free(ctx);
-    if (!ok) {
-        if (err) *err = "llm_kv_seq_add: the shift graph failed to allocate or compute";
-        return false;
-    }
-    uint64_t moved = 0; // the sequences that see a moved cell
-    for (int32_t j : rows) {
-        kv.cells[j].pos += delta;
-        moved |= kv.cells[j].seq;
-    }
-    llm_kv_recount_pos_max(kv, moved);
-    return true;
+    return ok;
 }

@@ -52,9 +52,11 @@ struct llm_kv_cache {
     ggml_type type_v = GGML_TYPE_F16;
     bool      v_trans = true;
     int       n_embd_head = 0;
-    int       n_head_kv = 0;
-    std::vector<ggml_tensor *> k;  // per layer
-    std::vector<ggml_tensor *> v;  // per layer
+    int       n_head_kv = 0;    // of the model (a shard's tensors hold its share)
+    int       n_layer = 0;
+    int       n_shards = 1;     // split mode row: one set of per-layer tensors per device (its KV heads)
+    std::vector<ggml_tensor *> k;  // [shard * n_layer + layer]
+    std::vector<ggml_tensor *> v;  // [shard * n_layer + layer]
     std::vector<ggml_context *> ctxs;
     std::vector<ggml_backend_buffer_t> bufs;
 
@@ -97,16 +99,18 @@ void llm_kv_recount_pos_max(llm_kv_cache & kv, uint64_t seqs); // seq_pos_max of
 // Write k_cur [n_embd_k_gqa, n_tokens] and v_cur [n_embd_v_gqa, n_tokens] into the cells named by the i32
 // tensor cells [n_tokens] of layer il (SET_ROWS: the graph does not change with the cell numbers); the writes
 // are expanded into gf (before the attention that reads them).
+// shard: split mode row's device (its KV heads), else 0.
 void llm_kv_store(ggml_context * ctx, ggml_cgraph * gf, const llm_kv_cache & kv, int il, ggml_tensor * k_cur,
-                  ggml_tensor * v_cur, ggml_tensor * cells);
+                  ggml_tensor * v_cur, ggml_tensor * cells, int shard = 0);
 // [head_dim, n_kv, n_head_kv] views of the first n_kv cells (no copy)
-ggml_tensor * llm_kv_view_k(ggml_context * ctx, const llm_kv_cache & kv, int il, int n_kv);
+ggml_tensor * llm_kv_view_k(ggml_context * ctx, const llm_kv_cache & kv, int il, int n_kv, int shard = 0);
 // v_trans: [n_kv, head_dim, n_head_kv] (a of kq*v); otherwise [head_dim, n_kv, n_head_kv] (flash attention)
-ggml_tensor * llm_kv_view_v(ggml_context * ctx, const llm_kv_cache & kv, int il, int n_kv);
+ggml_tensor * llm_kv_view_v(ggml_context * ctx, const llm_kv_cache & kv, int il, int n_kv, int shard = 0);
 
 // Context shift: positions [p0, p1) of seq move by delta; their keys are re-rotated by delta with RoPE in
-// place (GET_ROWS, ROPE, SET_ROWS of the cells: one small graph through sched). A cell another sequence also
-// sees moves for both. Returns false (err) on a bad range or a failed graph. before_shift, if set, runs once
-// cells are about to move (not when none is in the range or delta is 0).
-bool llm_kv_seq_add(llm_kv_cache & kv, const llm_model & model, ggml_backend_sched_t sched, int seq, int p0, int p1,
-                    int delta, std::string * err, const std::function<void()> & before_shift = {});
+// place (GET_ROWS, ROPE, SET_ROWS of the cells: one small graph per shard, through scheds[shard]). A cell another
+// sequence also sees moves for both. Returns false (err) on a bad range or a failed graph. before_shift, if set, runs
+// once cells are about to move (not when none is in the range or delta is 0).
+bool llm_kv_seq_add(llm_kv_cache & kv, const llm_model & model, const std::vector<ggml_backend_sched_t> & scheds,
+                    int seq, int p0, int p1, int delta, std::string * err,
+                    const std::function<void()> & before_shift = {});

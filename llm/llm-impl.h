@@ -9,8 +9,10 @@
 #include "gguf.h"
 #include "kv-cache.h"
 #include "llm.h"
+#include "workers.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,16 @@ struct llm_layer {
     ggml_tensor * ffn_down = nullptr;    // [n_ff, n_embd]
     ggml_tensor * rope_freqs = nullptr;  // f32 [n_rot/2] or nullptr (a copy on the layer's backend)
     ggml_backend_buffer_type_t buft = nullptr;  // where this layer's weights (and KV cache) live
+};
+
+// Split mode row: shard s of a layer holds KV heads [head_kv0, head_kv0 + n_head_kv) with their query heads, and FFN
+// columns [ff0, ff0 + n_ff): wq/wk/wv and ffn_gate/ffn_up sliced by output rows, wo and ffn_down by input columns
+// (whole blocks), the norms and rope_freqs copied; the device's graph computes the partial wo / ffn_down products of
+// its slice and an all-reduce adds the shards' up.
+struct llm_shard {
+    int n_head = 0, n_head_kv = 0, n_ff = 0;
+    int head_kv0 = 0, ff0 = 0;
+    std::vector<llm_layer> layers;  // [n_layer]: slices in the device's buffer
 };
 
 struct llm_model {
@@ -50,7 +62,8 @@ struct llm_model {
     ggml_tensor * tok_embd = nullptr;     // [n_embd, n_vocab] (on the GPU only when everything is: tok_embd_on_gpu)
     ggml_tensor * output_norm = nullptr;  // f32 [n_embd]
     ggml_tensor * output = nullptr;       // [n_embd, n_vocab] (token_embd or its GPU copy when tied)
-    std::vector<llm_layer> layers;
+    std::vector<llm_layer> layers;  // split mode row: shard 0's
+    std::vector<llm_shard> shards;  // split mode row: one per entry of devices (empty otherwise)
 
     int  n_gpu_layers = 0;  // layers actually on the GPU
     bool output_on_gpu = false;
@@ -67,6 +80,10 @@ struct llm_model {
 // output as one more entry: unit u of n goes to the first device whose cumulative share exceeds u / n (llama.cpp's
 // -sm layer rule). share: non-negative, some positive.
 std::vector<int> llm_layer_split(int n_layer, int n_gpu_layers, const std::vector<double> & share);
+
+// Split mode row: n_units (KV heads, FFN blocks) over the devices of share: device d gets [first[d], first[d + 1]),
+// first[d] = round(n_units * (the shares before d) / (all shares)). Returns the n + 1 boundaries.
+std::vector<int> llm_row_split(int n_units, const std::vector<double> & share);
 
 // Which tokens of a step get logits: all, the last one, or those listed in inp_out_ids.
 enum llm_graph_out { LLM_OUT_ALL, LLM_OUT_LAST, LLM_OUT_IDS };
@@ -87,6 +104,16 @@ struct llm_graph {
     int n_out = 0;
     llm_graph_out out = LLM_OUT_LAST;
     int n_seq = 1;  // sequences among the tokens (a hint for the attention kernels)
+};
+
+// Split mode row: what the graph of shard s >= 1 has of its own (shard 0 uses the context's cpu, sched, graph_mem and
+// graph). Every shard builds the whole step's graph over its slices; the shards' graphs run at once, from a thread
+// each (llm_context::workers), and meet at their all-reduces.
+struct llm_shard_ctx {
+    ggml_backend_t cpu = nullptr;          // a CPU backend of its own (the token embedding's get_rows)
+    ggml_backend_sched_t sched = nullptr;  // {the shard's device, cpu}
+    std::vector<uint8_t> graph_mem;
+    llm_graph graph;
 };
 
 struct llm_context {
@@ -113,6 +140,12 @@ struct llm_context {
 
     llm_kv_cache kv;
 
+    // split mode row (llm_model::shards): shards 1.. (entry s - 1), the communicator of their all-reduces and the
+    // threads that run shards 1.. while the caller runs shard 0
+    std::vector<llm_shard_ctx> shards;
+    ggml_comm * comm = nullptr;
+    std::unique_ptr<llm_workers> workers;
+
     std::vector<float> logits;  // [n_vocab, n_logits_rows]
     int     n_logits_rows = 0;
     std::vector<int32_t> out_row;  // [batch size]: logits row of each token of the last batch, -1: none
@@ -135,5 +168,7 @@ struct llm_context {
 constexpr int LLM_KV_PAD = 256;
 
 // graph.cpp: build the graph for n_tokens tokens of n_seq sequences attending to the first n_kv cells, with
-// logits of n_out tokens chosen by out. Free with ggml_free(g.ctx).
-llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_kv, int n_out, llm_graph_out out, int n_seq = 1);
+// logits of n_out tokens chosen by out. Free with ggml_free(g.ctx). shard: split mode row's shard (its slices, KV
+// heads and graph memory; only shard 0's graph computes the logits), else 0.
+llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_kv, int n_out, llm_graph_out out, int n_seq = 1,
+                          int shard = 0);

@@ -42,7 +42,10 @@ struct llm_hparams {
 
 // How the offloaded layers spread over several GPUs (-sm): NONE all on main_gpu; LAYER consecutive layers on
 // consecutive devices in proportion to tensor_split (default: their free memory), the output with the last layer's
-// device, the token embedding on the CPU, activations copied between devices by the scheduler. (ROW: not yet.)
+// device, the token embedding on the CPU, activations copied between devices by the scheduler. ROW (tensor
+// parallelism) splits every layer: each device holds a share of the KV heads (with their query heads and KV cache)
+// and of the FFN columns, the devices run their graphs at once, and the partial sums of the attention output and FFN
+// down projections are added up by an all-reduce (NCCL) after each; the output is on the first device.
 enum llm_split_mode { LLM_SPLIT_NONE = 0, LLM_SPLIT_LAYER = 1, LLM_SPLIT_ROW = 2 };
 
 struct llm_model_params {

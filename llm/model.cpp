@@ -222,6 +222,10 @@ struct tensor_loader {
 struct copy_job {
     ggml_tensor * src;  // meta tensor (data in the mapping)
     ggml_tensor * dst;  // tensor in a copy context
+    // split mode row: dst is the slice of src from row r0 and element c0 of each row (a whole block); dst's shape
+    // says how many
+    int64_t r0 = 0, c0 = 0;
+    bool whole() const { return dst->ne[0] == src->ne[0] && dst->ne[1] == src->ne[1]; }
 };
 
 double mib(size_t b) { return b / (1024.0 * 1024.0); }
@@ -255,6 +259,52 @@ bool read_tensor_bytes(int fd, const gguf_context * g, const ggml_tensor * src, 
             return false;
         }
         done += (size_t) got;
+    }
+    return true;
+}
+
+// A slice (split mode row) gathered row by row from the mapping into stage, then uploaded at once.
+void upload_slice(const copy_job & j, std::vector<uint8_t> & stage) {
+    const size_t row = j.dst->nb[1], off = ggml_row_size(j.src->type, j.c0);
+    stage.resize(ggml_nbytes(j.dst));
+    for (int64_t r = 0; r < j.dst->ne[1]; ++r) {
+        memcpy(stage.data() + r * row, (const char *) j.src->data + (j.r0 + r) * j.src->nb[1] + off, row);
+    }
+    ggml_backend_tensor_set(j.dst, stage.data(), 0, stage.size());
+}
+
+// Split mode row: the KV heads and FFN columns of each device (kv_first, ff_first: llm_row_split's boundaries). The
+// column slices of wo and ffn_down start and end on whole blocks of their types; every device gets a KV head and an
+// FFN block.
+bool split_rows(const llm_model & m, const std::vector<double> & share, std::vector<int> & kv_first,
+                std::vector<int> & ff_first, std::string * err) {
+    const llm_hparams & hp = m.hp;
+    const int n_dev = (int) share.size();
+    auto fail = [&](const std::string & msg) {
+        if (err) *err = m.path + ": split mode row: " + msg;
+        return false;
+    };
+    int64_t blck_o = 1, blck_ff = 1;
+    for (const llm_layer & L : m.layers) {
+        blck_o = std::max<int64_t>(blck_o, ggml_blck_size(L.wo->type));
+        blck_ff = std::max<int64_t>(blck_ff, ggml_blck_size(L.ffn_down->type));
+    }
+    if (hp.n_ff % blck_ff != 0) {
+        return fail(strfmt("n_ff %d is not a multiple of ffn_down's block of %" PRId64, hp.n_ff, blck_ff));
+    }
+    kv_first = llm_row_split(hp.n_head_kv, share);
+    ff_first = llm_row_split((int) (hp.n_ff / blck_ff), share);
+    const int64_t head_cols = (int64_t) hp.n_embd_head * (hp.n_head / hp.n_head_kv);  // wo columns of a KV head
+    for (int d = 0; d < n_dev; ++d) {
+        ff_first[d + 1] *= (int) blck_ff;
+        if (kv_first[d + 1] == kv_first[d] || ff_first[d + 1] == ff_first[d]) {
+            return fail(strfmt("%d devices by these shares leave device %d no KV head (of %d) or FFN block (of %" PRId64
+                               "): use fewer devices or other -ts", n_dev, d, hp.n_head_kv, hp.n_ff / blck_ff));
+        }
+        if (kv_first[d] * head_cols % blck_o != 0) {
+            return fail(strfmt("attn_output's block of %" PRId64 " does not divide a KV head's %" PRId64 " columns",
+                               blck_o, head_cols));
+        }
     }
     return true;
 }
@@ -337,10 +387,9 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
         return nullptr;
 #endif
     };
+    bool row = false;  // split mode row over several devices (m.shards)
+    std::vector<int> kv_first, ff_first;  // row: each device's first KV head and FFN column (and the end)
     if (params.n_gpu_layers > 0 && n_avail > 0) {
-        if (params.split_mode == LLM_SPLIT_ROW) {
-            return tl.fail("split mode row is not supported yet (use -sm layer or -sm none)");
-        }
         if (params.main_gpu < 0 || params.main_gpu >= n_avail) {
             return tl.fail(strfmt("%s device %d is not available (%d found)", kind.c_str(), params.main_gpu, n_avail));
         }
@@ -376,7 +425,15 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
             }
             if (devs.empty()) return tl.fail("--tensor-split gives no device a share");
         }
-        const std::vector<int> unit_dev = llm_layer_split(hp.n_layer, params.n_gpu_layers, share);
+        row = params.split_mode == LLM_SPLIT_ROW && devs.size() > 1;
+        if (row && params.n_gpu_layers < hp.n_layer) {
+            return tl.fail(strfmt("split mode row needs every layer on the devices: -ngl %d is below the model's %d "
+                                  "layers", params.n_gpu_layers, hp.n_layer));
+        }
+        if (row && !split_rows(m, share, kv_first, ff_first, err)) return false;
+        const std::vector<int> unit_dev =
+            row ? std::vector<int>(n_gpu + (params.n_gpu_layers > hp.n_layer), 0)  // shard 0: the output
+                : llm_layer_split(hp.n_layer, params.n_gpu_layers, share);
         std::vector<int> slot(devs.size(), -1);  // devs index -> m.devices index (the devices that get something)
         for (size_t u = 0; u < unit_dev.size(); ++u) {
             const int i = unit_dev[u];
@@ -388,6 +445,12 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
                 buft_dev.push_back(b);
             }
             (u < (size_t) n_gpu ? layer_dev[u] : output_dev) = slot[i];
+        }
+        for (size_t i = 1; row && i < devs.size(); ++i) {  // every device holds a slice of every layer
+            ggml_backend_buffer_type_t b = buft_of(devs[i]);
+            if (!b) return tl.fail(strfmt("%s device %d is not available", kind.c_str(), devs[i]));
+            m.devices.push_back(devs[i]);
+            buft_dev.push_back(b);
         }
     }
     m.n_gpu_layers = n_gpu;
@@ -406,7 +469,12 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
         const int64_t n_embd_kv = hp.n_embd_k_gqa();
         const size_t per_layer = (size_t) params.n_ctx_hint * (ggml_row_size(params.type_k_hint, n_embd_kv) +
                                                                ggml_row_size(params.type_v_hint, n_embd_kv));
-        for (int il = 0; il < n_gpu; ++il) kv_bytes[layer_dev[il]] += per_layer;
+        for (int il = 0; il < n_gpu && !row; ++il) kv_bytes[layer_dev[il]] += per_layer;
+        for (int d = 0; d < n_dev && row; ++d) {
+            const int64_t n_kv_d = (int64_t) (kv_first[d + 1] - kv_first[d]) * hp.n_embd_head;
+            kv_bytes[d] = (size_t) params.n_ctx_hint * hp.n_layer *
+                          (ggml_row_size(params.type_k_hint, n_kv_d) + ggml_row_size(params.type_v_hint, n_kv_d));
+        }
     }
 #endif
 
@@ -471,7 +539,44 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
 #endif
     m.tok_embd = place(m.tok_embd, embd_gpu ? 0 : -1);
     m.tok_embd_on_gpu = embd_gpu;
-    for (int il = 0; il < hp.n_layer; ++il) {
+    // split mode row: columns [c0, c0 + nc) of rows [r0, r0 + nr) of matrix t, a tensor of its own on device dev
+    auto slice = [&](ggml_tensor * t, int dev, int64_t c0, int64_t nc, int64_t r0, int64_t nr) {
+        ggml_tensor * out = ggml_new_tensor_2d(m.ctx_dev[dev], t->type, nc, nr);
+        ggml_set_name(out, t->name);
+        jobs_dev.push_back({t, out, r0, c0});
+        return out;
+    };
+    if (row) m.shards.resize(n_dev);
+    for (int d = 0; d < (int) m.shards.size(); ++d) {
+        llm_shard & sh = m.shards[d];
+        const int group = hp.n_head / hp.n_head_kv;
+        const int64_t hd = hp.n_embd_head;
+        sh.head_kv0 = kv_first[d];
+        sh.n_head_kv = kv_first[d + 1] - kv_first[d];
+        sh.n_head = sh.n_head_kv * group;
+        sh.ff0 = ff_first[d];
+        sh.n_ff = ff_first[d + 1] - ff_first[d];
+        const int64_t q0 = (int64_t) sh.head_kv0 * group * hd, nq = (int64_t) sh.n_head * hd;
+        const int64_t k0 = (int64_t) sh.head_kv0 * hd, nk = (int64_t) sh.n_head_kv * hd;
+        sh.layers.resize(hp.n_layer);
+        for (int il = 0; il < hp.n_layer; ++il) {
+            const llm_layer & L = m.layers[il];
+            llm_layer & S = sh.layers[il];
+            S.buft = buft_dev[d];
+            S.attn_norm = place(L.attn_norm, d);
+            S.ffn_norm = place(L.ffn_norm, d);
+            S.rope_freqs = place(L.rope_freqs, d);
+            S.wq = slice(L.wq, d, 0, n_embd, q0, nq);                 // [n_embd, nq]
+            S.wk = slice(L.wk, d, 0, n_embd, k0, nk);                 // [n_embd, nk]
+            S.wv = slice(L.wv, d, 0, n_embd, k0, nk);
+            S.wo = slice(L.wo, d, q0, nq, 0, n_embd);                 // [nq, n_embd]
+            S.ffn_gate = slice(L.ffn_gate, d, 0, n_embd, sh.ff0, sh.n_ff);  // [n_embd, n_ff_d]
+            S.ffn_up = slice(L.ffn_up, d, 0, n_embd, sh.ff0, sh.n_ff);
+            S.ffn_down = slice(L.ffn_down, d, sh.ff0, sh.n_ff, 0, n_embd);  // [n_ff_d, n_embd]
+        }
+    }
+    if (row) m.layers = m.shards[0].layers;
+    for (int il = 0; il < hp.n_layer && !row; ++il) {
         llm_layer & L = m.layers[il];
         const int d = layer_dev[il];
         L.buft = d >= 0 ? buft_dev[d] : buft_cpu;
@@ -494,7 +599,9 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
     size_t dev_bytes = 0, host_bytes = 0, mmap_bytes = 0, repack_bytes = 0;
     std::vector<size_t> dev_bytes_of(n_dev, 0);
     std::vector<int> dev_layers(n_dev, 0);
-    for (int il = 0; il < n_gpu; ++il) ++dev_layers[layer_dev[il]];
+    for (int il = 0; il < n_gpu; ++il) {
+        for (int d = 0; d < n_dev; ++d) dev_layers[d] += row ? 1 : layer_dev[il] == d;
+    }
     for (int d = 0; d < n_dev; ++d) {
         for (ggml_tensor * t = ggml_get_first_tensor(m.ctx_dev[d]); t; t = ggml_get_next_tensor(m.ctx_dev[d], t)) {
             dev_bytes_of[d] += ggml_backend_buft_get_alloc_size(buft_dev[d], t);
@@ -567,14 +674,17 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
     bool cancelled = false;
     // the CPU copies read from the file (pread), the rest from the mapping (falling back to it where a read fails)
     const int fd = jobs_host.empty() ? -1 : open(m.path.c_str(), O_RDONLY | O_CLOEXEC);
+    std::vector<uint8_t> stage;  // a slice's rows gathered (split mode row)
     for (auto * jobs : {&jobs_dev, &jobs_host, &jobs_repack}) {
         for (auto & j : *jobs) {
             if (cancelled) break;
-            if (jobs != &jobs_host || !ggml_backend_buffer_is_host(j.dst->buffer) ||
-                !read_tensor_bytes(fd, m.gguf, j.src, j.dst->data)) {
+            if (!j.whole()) {
+                upload_slice(j, stage);
+            } else if (jobs != &jobs_host || !ggml_backend_buffer_is_host(j.dst->buffer) ||
+                       !read_tensor_bytes(fd, m.gguf, j.src, j.dst->data)) {
                 ggml_backend_tensor_set(j.dst, j.src->data, 0, ggml_nbytes(j.src));
             }
-            done += ggml_nbytes(j.src);
+            done += ggml_nbytes(j.dst);
             if (params.progress && !params.progress(total ? (float) done / total : 1.0f)) cancelled = true;
         }
     }
@@ -583,10 +693,17 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
     if (params.progress && total == 0) params.progress(1.0f);
 
     if (params.verbose || !jobs_dev.empty()) {
-        std::string where = n_dev == 0 ? "-" : "";  // "CUDA0" or "CUDA0 (layers 0-15), CUDA1 (16-31)"
+        // "CUDA0", "CUDA0 (layers 0-15), CUDA1 (16-31)" or "CUDA0 (KV heads 0-3, FFN 0-5631), CUDA1 (...)"
+        std::string where = n_dev == 0 ? "-" : "";
         for (int d = 0, il = 0; d < n_dev; ++d) {
             where += (d ? ", " : "") + std::string(ggml_backend_buft_name(buft_dev[d]));
             if (n_dev == 1) break;
+            if (row) {
+                const llm_shard & sh = m.shards[d];
+                where += strfmt(" (KV heads %d-%d, FFN %d-%d)", sh.head_kv0, sh.head_kv0 + sh.n_head_kv - 1, sh.ff0,
+                                sh.ff0 + sh.n_ff - 1);
+                continue;
+            }
             const int first = il;
             while (il < n_gpu && layer_dev[il] == d) ++il;
             where += il > first ? strfmt(" (layers %d-%d)", first, il - 1) : std::string(" (output)");
@@ -618,6 +735,18 @@ std::vector<int> llm_layer_split(int n_layer, int n_gpu_layers, const std::vecto
         }
     }
     return dev;
+}
+
+std::vector<int> llm_row_split(int n_units, const std::vector<double> & share) {
+    double sum = 0;
+    for (double w : share) sum += w;
+    std::vector<int> first(share.size() + 1, n_units);
+    double cum = 0;
+    for (size_t i = 0; i < share.size(); ++i) {
+        first[i] = std::min(n_units, (int) std::lround(n_units * cum / sum));
+        cum += share[i];
+    }
+    return first;
 }
 
 bool llm_split_mode_from_name(const std::string & name, llm_split_mode * mode) {

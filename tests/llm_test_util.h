@@ -3,6 +3,7 @@
 #pragma once
 
 #include "doctest_cstr.h"
+#include "llm.h"
 
 #include <algorithm>
 #include <cmath>
@@ -109,3 +110,74 @@ inline std::vector<int32_t> random_tokens(int n, int n_vocab, uint32_t seed) {
     return t;
 }
 
+// A model loaded with default parameters (use_mmap as given), and a context; both freed at scope exit.
+struct model_ptr {
+    llm_model * m = nullptr;
+    explicit model_ptr(const std::string & path, int use_mmap = -1) {
+        std::string err;
+        llm_model_params mp;
+        mp.use_mmap = use_mmap;
+        m = llm_model_load(path.c_str(), mp, &err);
+        REQUIRE_MESSAGE(m != nullptr, err);
+    }
+    ~model_ptr() { llm_model_free(m); }
+};
+
+struct ctx_ptr {
+    llm_context * c = nullptr;
+    ctx_ptr(llm_model * m, llm_context_params cp) {
+        std::string err;
+        if (cp.n_threads == 0) cp.n_threads = 2;
+        c = llm_context_new(m, cp, &err);
+        REQUIRE_MESSAGE(c != nullptr, err);
+    }
+    ~ctx_ptr() { llm_context_free(c); }
+};
+
+inline llm_context_params f32_params(int n_ctx, int n_batch, bool all_logits) {
+    llm_context_params cp;
+    cp.n_ctx = n_ctx;
+    cp.n_batch = n_batch;
+    cp.type_k = cp.type_v = GGML_TYPE_F32;
+    cp.all_logits = all_logits;
+    return cp;
+}
+
+// Logits of every token of toks: decoded in one llm_decode call (split by n_batch inside) when step == 0,
+// else step tokens per call.
+inline std::vector<float> cpp_logits(llm_model * m, const std::vector<int32_t> & toks, llm_context_params cp,
+                                     int step = 0) {
+    const int n_vocab = llm_model_hparams(m).n_vocab;
+    cp.all_logits = true;
+    ctx_ptr c(m, cp);
+    std::vector<float> out(toks.size() * n_vocab);
+    const int n = (int) toks.size();
+    const int s = step > 0 ? step : n;
+    std::string err;
+    for (int i0 = 0; i0 < n; i0 += s) {
+        const int nb = std::min(s, n - i0);
+        REQUIRE_MESSAGE(llm_decode(c.c, toks.data() + i0, nb, &err), err);
+        for (int i = 0; i < nb; ++i) {
+            const float * l = llm_get_logits_ith(c.c, i);
+            REQUIRE(l != nullptr);
+            std::copy(l, l + n_vocab, out.begin() + (size_t) (i0 + i) * n_vocab);
+        }
+        REQUIRE(llm_get_logits_ith(c.c, nb) == nullptr);
+        CHECK(llm_get_logits(c.c) == llm_get_logits_ith(c.c, nb - 1));
+    }
+    CHECK(llm_n_past(c.c) == n);
+    return out;
+}
+
+inline double max_rel_err(const std::vector<float> & a, const std::vector<float> & b, int n_vocab,
+                          int * worst = nullptr) {
+    double e = 0;
+    for (size_t r = 0; r < a.size() / n_vocab; ++r) {
+        const double er = rel_err(a.data() + r * n_vocab, b.data() + r * n_vocab, n_vocab);
+        if (er > e) {
+            e = er;
+            if (worst) *worst = (int) r;
+        }
+    }
+    return e;
+}

@@ -389,6 +389,47 @@ TEST_CASE("layer split over two GPUs: the logits of one GPU at every split point
     }
 }
 
+// The row split on two GPUs: every layer's KV heads and FFN columns halved (or 1:3), the GPUs' graphs run at once from
+// a thread each and add their partial wo / ffn_down products with ncclAllReduce (captured into the decode steps' CUDA
+// graphs). The logits of a prompt (a GEMM step) and of single steps equal one GPU's: f32 weights within 1e-4 relative
+// (the split sums add in another order), q8_0 weights (tied output) within this suite's q8_0 tolerance of 3e-2 (the
+// shards' mat-muls have other shapes, so other kernels: a prompt GEMM of K = 128 dequantizes to f16 where the whole
+// one multiplies q8_1 activations in int8; measured 7.1e-3); f16 and q8_0 KV caches; the output on CUDA0 (ngl 4) or
+// the CPU (ngl 3).
+TEST_CASE("row split over two GPUs: the logits of one GPU") {
+    if (ggml_backend_cuda_get_device_count() < 2) {
+        MESSAGE("SKIP: " << ggml_backend_cuda_get_device_count() << " CUDA device(s)");
+        return;
+    }
+    const std::vector<int32_t> toks = random_tokens(30, 300, 19);
+    // GQA 8/2, head size 32, n_ff 512 (16 q8_0 blocks)
+    const std::string f32 = gen_model("gpu_l3_256_f32", std::string(k_l3_256) + " --outtype f32 --seed 12");
+    const std::string q8 = gen_model("gpu_l3_256_q8_tied", std::string(k_l3_256) + " --outtype q8_0 --tied --seed 13");
+    double worst_f32 = 0, worst_q8 = 0;
+    for (const std::string & path : {f32, q8}) {
+        const double tol = path == f32 ? 1e-4 : 3e-2;
+        for (ggml_type kv : {GGML_TYPE_F16, GGML_TYPE_Q8_0}) {
+            for (int ngl : {3, 4}) {
+                const auto ref = run(path, ngl, true, toks, 24, kv);
+                for (const std::vector<float> & ts : {std::vector<float>{}, {1, 3}}) {
+                    int n_dev = 0;
+                    const auto got = run(path, ngl, true, toks, 24, kv, LLM_SPLIT_ROW, ts, &n_dev);
+                    double worst = 0;
+                    for (size_t i = 0; i < ref.size(); ++i)
+                        worst = std::max(worst, rel_err(got[i].data(), ref[i].data(), 300));
+                    INFO(path << " kv " << ggml_type_name(kv) << " ngl " << ngl << " -ts " << ts.size());
+                    CHECK(n_dev == 2);
+                    CHECK(worst < tol);
+                    double & w = path == f32 ? worst_f32 : worst_q8;
+                    w = std::max(w, worst);
+                }
+            }
+        }
+    }
+    MESSAGE("row split over two GPUs: worst relative error against one GPU: f32 " << worst_f32 << ", q8_0 "
+                                                                                 << worst_q8);
+}
+
 // -c too large for the GPU (llm-main/llm-server pass n_ctx as n_ctx_hint): the load fails with one line that
 // names n_ctx, the KV cache and the free memory, before any weight is uploaded (the progress callback, called as
 // the upload goes, never runs); it does not abort. A context that fits loads as usual.
