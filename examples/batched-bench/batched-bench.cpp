@@ -28,7 +28,7 @@ struct params {
     int  n_ctx = 0;  // 0: the largest test needs
     int  n_batch = 512;
     int  n_gpu_layers = 99;
-    llm_split_mode split_mode = LLM_SPLIT_LAYER;  // -sm none|layer
+    llm_split_mode split_mode = LLM_SPLIT_LAYER;  // -sm none|layer|row
     std::vector<float> tensor_split;              // -ts 3,1
     int  n_threads = 0;
     bool flash_attn = false;
@@ -46,8 +46,8 @@ void usage(const char * prog) {
            "  -c N          context cells (default: the largest B x (PP + TG))\n"
            "  -b N          tokens per graph (default 512)\n"
            "  -ngl N        layers on the GPU (default 99)\n"
-           "  -sm MODE      several GPUs: none (GPU 0 alone) or layer (default; by -ts)\n"
-           "  -ts N0,N1..   each GPU's share of the layers with -sm layer (default: by free memory)\n"
+           "  -sm MODE      several GPUs: none (GPU 0 alone), layer (default; by -ts) or row (every layer split)\n"
+           "  -ts N0,N1..   each GPU's share of the layers, or with -sm row of each layer (default: by free memory)\n"
            "  -t N          CPU threads (default: all cores)\n"
            "  -fa 0|1       flash attention (default 0)\n"
            "  -ctk T, -ctv T  KV cache types: f16 (default), f32, q8_0, q4_0\n"

@@ -56,7 +56,7 @@ struct bench_params {
     int  flash_attn = -1;  // -fa: 0, 1, or -1 (auto: on where llm_flash_attn_supported, as main's -fa auto)
     int  use_mmap = -1; // llm_model_params' default: the CPU weights read into memory where they fit
     bool use_repack = true;  // -nr 0|1
-    llm_split_mode split_mode = LLM_SPLIT_LAYER;  // -sm none|layer
+    llm_split_mode split_mode = LLM_SPLIT_LAYER;  // -sm none|layer|row
     std::vector<float> tensor_split;              // -ts 3,1
     ggml_type type_k = GGML_TYPE_F16, type_v = GGML_TYPE_F16;  // -ctk, -ctv
     bool roofline = true;
@@ -77,8 +77,8 @@ void usage(const char * prog) {
            "  -fa 0|1|auto  flash attention (default auto: on where the model's layers and cache types have it)\n"
            "  -ctk T, -ctv T  KV cache type of K / V: f16 (default), f32, q8_0, q4_0 (a quantized V needs -fa 1 or\n"
            "                auto)\n"
-           "  -sm MODE      several GPUs: none (-mg's alone; here GPU 0) or layer (default; by -ts)\n"
-           "  -ts N0,N1..   each GPU's share of the layers with -sm layer (default: by free memory)\n"
+           "  -sm MODE      several GPUs: none (GPU 0 alone), layer (default; by -ts) or row (every layer split)\n"
+           "  -ts N0,N1..   each GPU's share of the layers, or with -sm row of each layer (default: by free memory)\n"
            "  -mmp 0|1      1: the CPU weights in place from the file mapping, 0: read into memory (default: read\n"
            "                into memory where some layer runs on the CPU and the model takes at most half of the\n"
            "                available memory, else mapped)\n"

@@ -39,8 +39,9 @@ std::string srv_params_usage(const char * prog) {
                              when the built-in templates do not recognise it)
   -t,   --threads N          CPU threads (default: all)
   -ngl, --n-gpu-layers N     layers on the GPU
-  -sm,  --split-mode MODE    several GPUs: none (-mg's alone) or layer (default: consecutive layers, by -ts)
-  -ts,  --tensor-split N0,N1 each GPU's share of the layers with -sm layer (default: by free memory)
+  -sm,  --split-mode MODE    several GPUs: none (-mg's alone), layer (default: consecutive layers, by -ts) or row
+                             (tensor parallelism: every layer's heads and FFN columns split, NCCL all-reduces)
+  -ts,  --tensor-split N0,N1 each GPU's share of the layers, or with -sm row of each layer (default: free memory)
   -mg,  --main-gpu N         the GPU with -sm none (default 0)
   -nr,  --no-repack          CPU weights as stored in the file (default: q4_0, q4_K, q6_K in 8-row groups on AVX2)
   -fa,  --flash-attn [on|off|auto]  fused attention (default auto: on where the backend has the kernel)

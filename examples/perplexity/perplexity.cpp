@@ -47,7 +47,7 @@ bool parse_args(int argc, char ** argv, ppl_params & p, std::string & err) {
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "-h" || a == "--help") {
-            printf("usage: %s -m MODEL -f TEXT [-c 512] [-b N] [-ngl N] [-sm none|layer] [-ts N0,N1..] [-t N] "
+            printf("usage: %s -m MODEL -f TEXT [-c 512] [-b N] [-ngl N] [-sm none|layer|row] [-ts N0,N1..] [-t N] "
                    "[--chunks N] [-fa] [-ctk T] [-ctv T]\n"
                    "  -fa: flash attention; -ctk/-ctv: KV cache type of K/V (%s; a quantized V needs -fa)\n",
                    argv[0], llm_kv_type_names());
