@@ -302,8 +302,8 @@ bool split_rows(const llm_model & m, const std::vector<double> & share, std::vec
                                "): use fewer devices or other -ts", n_dev, d, hp.n_head_kv, hp.n_ff / blck_ff));
         }
         if (kv_first[d] * head_cols % blck_o != 0) {
-            return fail(strfmt("attn_output's block of %" PRId64 " does not divide a KV head's %" PRId64 " columns",
-                               blck_o, head_cols));
+            return fail(strfmt("device %d's columns of attn_output start at %" PRId64 ", inside a block of %" PRId64
+                               " (use other -ts, or fewer devices)", d, kv_first[d] * head_cols, blck_o));
         }
     }
     return true;

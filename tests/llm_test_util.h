@@ -12,6 +12,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
 
@@ -180,4 +181,20 @@ inline double max_rel_err(const std::vector<float> & a, const std::vector<float>
         }
     }
     return e;
+}
+
+// a random f32 model quantized to `type` by the quantize tool ("" when the tool is not built: the case SKIPs)
+inline std::string gen_quantized(const std::string & name, const std::string & args, const std::string & type) {
+    const std::string tool = std::string(LLM_BINARY_DIR) + "/bin/quantize";
+    if (access(tool.c_str(), X_OK) != 0) {
+        MESSAGE("SKIP: " << tool << " not built (cmake --build <build dir> --target quantize)");
+        return "";
+    }
+    const std::string f32 = gen_model(name + "_f32", args + " --outtype f32");
+    const std::string out = tmp().path + "/" + name + ".gguf";
+    if (access(out.c_str(), R_OK) == 0) return out;
+    int status = 0;
+    const std::string log = run_cmd("'" + tool + "' '" + f32 + "' '" + out + "' " + type + " 2", &status);
+    REQUIRE_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 0), "quantize " << type << " failed:\n" << log);
+    return out;
 }

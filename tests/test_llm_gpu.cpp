@@ -84,21 +84,6 @@ void check_all_ngl(const std::string & path, int n_layer, double tol) {
     }
 }
 
-// a random f32 model quantized to `type` by the quantize tool ("" when the tool is not built: the case SKIPs)
-std::string gen_quantized(const std::string & name, const std::string & args, const std::string & type) {
-    const std::string tool = std::string(LLM_BINARY_DIR) + "/bin/quantize";
-    if (access(tool.c_str(), X_OK) != 0) {
-        MESSAGE("SKIP: " << tool << " not built (cmake --build <build dir> --target quantize)");
-        return "";
-    }
-    const std::string f32 = gen_model(name + "_f32", args + " --outtype f32");
-    const std::string out = tmp().path + "/" + name + ".gguf";
-    if (access(out.c_str(), R_OK) == 0) return out;
-    int status = 0;
-    const std::string log = run_cmd("'" + tool + "' '" + f32 + "' '" + out + "' " + type + " 2", &status);
-    REQUIRE_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 0), "quantize " << type << " failed:\n" << log);
-    return out;
-}
 
 const char * k_l2 = "--n-embd 128 --n-ff 344 --n-layer 3 --n-head 4 --n-vocab 300 --vocab none --ctx 512";
 const char * k_l3 =

@@ -10,6 +10,10 @@
 #include <string>
 #include <vector>
 
+static const char * const k_row_args =  // GQA 8/4: a KV head for each of up to 4 devices; head size 32; 10 FFN blocks
+    "--n-embd 256 --n-ff 320 --n-layer 3 --n-head 8 --n-head-kv 4 --n-vocab 300 --vocab none --theta 500000 "
+    "--rope-freqs --ctx 512";
+
 // the devices (simulated "CPU1", "CPU2", ...) that hold weights of m
 static int n_sim_buffers(const llm_model * m) {
     int n = 0;
@@ -97,6 +101,19 @@ TEST_CASE("layer and row split: bad parameters are one-line load errors") {
         CHECK_MESSAGE(err.find(c.expect) != std::string::npos, err);
         CHECK(err.find('\n') == std::string::npos);
     }
+    // q4_K attn_output (blocks of 256 columns) with 64-column KV heads: device 1 would start at column 128
+    const std::string q4k = gen_quantized("row_sim_q4km", std::string(k_row_args) + " --seed 6", "q4_K_M");
+    if (q4k.empty()) return;
+    llm_model_params mp;
+    mp.n_gpu_layers = 99;
+    mp.sim_devices = 2;
+    mp.split_mode = LLM_SPLIT_ROW;
+    std::string err;
+    llm_model * m = llm_model_load(q4k.c_str(), mp, &err);
+    CHECK(m == nullptr);
+    if (m) llm_model_free(m);
+    CHECK_MESSAGE(err.find("split mode row: device 1's columns of attn_output start at 128, inside a block of 256") !=
+                      std::string::npos, err);
 }
 
 // The row split: every layer sliced over 2, 3 or 4 simulated devices by KV heads (with their query heads and KV cache)
@@ -105,9 +122,6 @@ TEST_CASE("layer and row split: bad parameters are one-line load errors") {
 // with a host all-reduce (rank order). A prompt in batches, single steps and a context shift (its keys re-rotated on
 // every device) give the logits of the CPU alone within 1e-5 relative (the sums are split, so their order differs),
 // for f32 and q8_0 weights and f32 (mul_mat attention) and q8_0 (flash attention) KV caches.
-static const char * const k_row_args =  // GQA 8/4: a KV head for each of up to 4 devices; head size 32; 10 FFN blocks
-    "--n-embd 256 --n-ff 320 --n-layer 3 --n-head 8 --n-head-kv 4 --n-vocab 300 --vocab none --theta 500000 "
-    "--rope-freqs --ctx 512";
 
 // logits of 16 prompt tokens (batches of n_batch), 4 single steps, then after removing cells [4, 9) one more step
 static std::vector<float> row_run(llm_model * m, const std::vector<int32_t> & toks, llm_context_params cp) {
