@@ -116,13 +116,6 @@ TEST_CASE("layer and row split: bad parameters are one-line load errors") {
                       std::string::npos, err);
 }
 
-// The row split: every layer sliced over 2, 3 or 4 simulated devices by KV heads (with their query heads and KV cache)
-// and FFN columns (whole q8_0 blocks), shares equal or 1:3, the output on the first device (ngl 4) or the CPU (ngl 3).
-// The devices' graphs run at once, from a thread each, and add their partial attention-output and FFN-down products
-// with a host all-reduce (rank order). A prompt in batches, single steps and a context shift (its keys re-rotated on
-// every device) give the logits of the CPU alone within 1e-5 relative (the sums are split, so their order differs),
-// for f32 and q8_0 weights and f32 (mul_mat attention) and q8_0 (flash attention) KV caches.
-
 // logits of 16 prompt tokens (batches of n_batch), 4 single steps, then after removing cells [4, 9) one more step
 static std::vector<float> row_run(llm_model * m, const std::vector<int32_t> & toks, llm_context_params cp) {
     cp.all_logits = true;
@@ -145,6 +138,12 @@ static std::vector<float> row_run(llm_model * m, const std::vector<int32_t> & to
     return out;
 }
 
+// The row split: every layer sliced over 2, 3 or 4 simulated devices by KV heads (with their query heads and KV cache)
+// and FFN columns (whole q8_0 blocks), shares equal or 1:3, the output on the first device (ngl 4) or the CPU (ngl 3).
+// The devices' graphs run at once, from a thread each, and add their partial attention-output and FFN-down products
+// with a host all-reduce (rank order). A prompt in batches, single steps and a context shift (its keys re-rotated on
+// every device) give the logits of the CPU alone within 1e-5 relative (the sums are split, so their order differs),
+// for f32 and q8_0 weights and f32 (mul_mat attention) and q8_0 (flash attention) KV caches.
 TEST_CASE("row split over 2, 3 and 4 simulated devices: the logits of the CPU alone") {
     const std::vector<int32_t> toks = random_tokens(21, 300, 41);
     double worst = 0;
