@@ -384,6 +384,18 @@ TEST_CASE("-sm layer: consecutive layers on consecutive devices by share, the ou
     CHECK(std::is_sorted(l32.begin(), l32.end()));
 }
 
+// -sm row: device d's units (KV heads, FFN blocks) are [first[d], first[d + 1]), first[d] the rounded share before d
+TEST_CASE("-sm row: KV heads and FFN blocks by rounded cumulative share") {
+    using v = std::vector<int>;
+    CHECK(llm_row_split(32, {1, 1}) == v{0, 16, 32});
+    CHECK(llm_row_split(8, {1, 1, 1, 1}) == v{0, 2, 4, 6, 8});  // Llama-2-70B's KV heads on 4 GPUs
+    CHECK(llm_row_split(4, {1, 3}) == v{0, 1, 4});
+    CHECK(llm_row_split(10, {1, 1, 1}) == v{0, 3, 7, 10});   // 3.33 and 6.67 rounded
+    CHECK(llm_row_split(43, {1, 1}) == v{0, 22, 43});        // Llama-2-7B's 11008 FFN columns in q4_K blocks
+    CHECK(llm_row_split(2, {1, 1, 1}) == v{0, 1, 1, 2});     // a device with nothing: the loader refuses it
+    CHECK(llm_row_split(6, {3, 0, 3}) == v{0, 3, 3, 6});     // a share of 0
+}
+
 TEST_CASE("KV cache types: -ctk / -ctv (any case), --cache-type sets both, a quantized V with -fa") {
     llm_cli_params p;
     std::string err;
