@@ -250,7 +250,7 @@ std::vector<cli_opt> cli_options(const llm_cli_params & d) {
     o.push_back({{"-sm", "--split-mode"}, "{none,layer,row}", CLI_GROUP_COMMON,
                  "how the offloaded layers spread over several GPUs: none (all on -mg), layer (consecutive layers on "
                  "consecutive GPUs, by -ts; default), row (tensor parallelism: each layer's KV heads and FFN columns "
-                 "split by -ts, the GPUs' partial sums added by NCCL all-reduces; needs every layer offloaded)",
+                 "split by -ts, the GPUs' partial sums added by NCCL all-reduces; layers past -ngl whole on the CPU)",
                  set_parsed(&llm_cli_params::split_mode, llm_split_mode_from_name,
                             "unknown split mode '%s' for %s (none, layer, row)")});
     o.push_back({{"-ts", "--tensor-split"}, "N0,N1,...", CLI_GROUP_COMMON,

@@ -20,11 +20,8 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_kv, int n_out,
     // all-reduce adds up over the shards
     const llm_shard * sh = model.shards.empty() ? nullptr : &model.shards[shard];
     GGML_ASSERT(sh || shard == 0);
-    const std::vector<llm_layer> & layers = sh ? sh->layers : model.layers;
     std::vector<uint8_t> & mem = shard == 0 ? lctx.graph_mem : lctx.shards[shard - 1].graph_mem;
     const int64_t n_embd = hp.n_embd, hd = hp.n_embd_head;
-    const int64_t n_head = sh ? sh->n_head : hp.n_head, n_head_kv = sh ? sh->n_head_kv : hp.n_head_kv;
-    const int64_t n_q = hd * n_head;  // this shard's query width (n_embd without a split)
 
     GGML_ASSERT(n_tokens > 0 && n_tokens <= kv.n_ctx && n_kv > 0 && n_kv <= kv.n_ctx);
     GGML_ASSERT(out == LLM_OUT_ALL ? n_out == n_tokens : out == LLM_OUT_LAST ? n_out == 1 : n_out >= 1 && n_out <= n_tokens);
@@ -39,8 +36,8 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_kv, int n_out,
     g.ctx = ggml_init({mem.size(), mem.data(), true});
     ggml_context * ctx = g.ctx;
     // [n_embd, n] partial sums of this shard -> the sum over all shards (nothing without a split)
-    auto reduce = [&](ggml_tensor * partial, const char * name, int il) {
-        if (!sh) return partial;
+    auto reduce = [&](ggml_tensor * partial, const char * name, int il, bool split) {
+        if (!split) return partial;
         ggml_tensor * t = ggml_all_reduce(ctx, partial, lctx.comm, shard);
         ggml_format_name(t, "%s-%d", name, il);
         return t;
@@ -73,7 +70,13 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_kv, int n_out,
     ggml_set_name(x, "inp_embd");
 
     for (int il = 0; il < hp.n_layer; ++il) {
-        const llm_layer & L = layers[il];
+        // split mode row: the offloaded layers are the shard's slices; the others run whole in shard 0's graph
+        const bool split = sh && il < (int) sh->layers.size();
+        if (sh && !split && shard > 0) break;
+        const llm_layer & L = split ? sh->layers[il] : model.layers[il];
+        const int64_t n_head = split ? sh->n_head : hp.n_head, n_head_kv = split ? sh->n_head_kv : hp.n_head_kv;
+        const int64_t n_q = hd * n_head;  // this shard's query width (n_embd without a split)
+        const int kv_shard = split ? shard : 0;
         const bool last = il == hp.n_layer - 1;
         ggml_tensor * inp = x;
 
@@ -103,11 +106,11 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_kv, int n_out,
                           hp.rope_freq_scale);  // [hd, n_head_kv, n_tokens]
         ggml_format_name(k, "Krope-%d", il);
 
-        llm_kv_store(ctx, gf, kv, il, ggml_reshape_2d(ctx, k, hd * n_head_kv, n_tokens), v, g.inp_cells, shard);
+        llm_kv_store(ctx, gf, kv, il, ggml_reshape_2d(ctx, k, hd * n_head_kv, n_tokens), v, g.inp_cells, kv_shard);
 
         ggml_tensor * qp = ggml_permute(ctx, q, 0, 2, 1, 3);  // [hd, n_tokens, n_head]
-        ggml_tensor * kc = llm_kv_view_k(ctx, kv, il, n_kv, shard);  // [hd, n_kv, n_head_kv]
-        ggml_tensor * vc = llm_kv_view_v(ctx, kv, il, n_kv, shard);
+        ggml_tensor * kc = llm_kv_view_k(ctx, kv, il, n_kv, kv_shard);  // [hd, n_kv, n_head_kv]
+        ggml_tensor * vc = llm_kv_view_v(ctx, kv, il, n_kv, kv_shard);
         ggml_tensor * attn;
         if (lctx.params.flash_attn) {
             attn = ggml_flash_attn_ext(ctx, qp, kc, vc, g.inp_kq_mask, kq_scale, -1);  // [hd, n_head, n_tokens]
@@ -136,7 +139,7 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_kv, int n_out,
         }
         cur = ggml_mul_mat(ctx, L.wo, attn);  // [n_embd, n_out]
         ggml_format_name(cur, "attn_out-%d", il);
-        cur = reduce(cur, "attn_out_sum", il);
+        cur = reduce(cur, "attn_out_sum", il, split);
         x = ggml_add(ctx, cur, inp);
         ggml_format_name(x, "ffn_inp-%d", il);
 
@@ -153,7 +156,7 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_kv, int n_out,
         ggml_format_name(cur, "ffn_swiglu-%d", il);
         cur = ggml_mul_mat(ctx, L.ffn_down, cur);  // [n_embd, n_out]
         ggml_format_name(cur, "ffn_out-%d", il);
-        cur = reduce(cur, "ffn_out_sum", il);
+        cur = reduce(cur, "ffn_out_sum", il, split);
         x = ggml_add(ctx, cur, x);
         ggml_format_name(x, "l_out-%d", il);
     }

@@ -19,13 +19,13 @@ size_t llm_kv_cache::size_bytes() const {
 
 size_t llm_kv_cache::size_bytes_k() const {
     size_t n = 0;
-    for (auto * t : k) n += ggml_nbytes(t);
+    for (auto * t : k) n += t ? ggml_nbytes(t) : 0;
     return n;
 }
 
 size_t llm_kv_cache::size_bytes_v() const {
     size_t n = 0;
-    for (auto * t : v) n += ggml_nbytes(t);
+    for (auto * t : v) n += t ? ggml_nbytes(t) : 0;
     return n;
 }
 
@@ -141,10 +141,12 @@ bool llm_kv_cache_init(llm_kv_cache & kv, const llm_model & model, int n_ctx, in
     kv.v.resize((size_t) kv.n_shards * hp.n_layer);
     for (int i = 0; i < kv.n_shards * hp.n_layer; ++i) {
         const int s = i / hp.n_layer, il = i % hp.n_layer;
-        // split mode row: shard s's KV heads of the layer, on its device
-        const llm_layer & L = model.shards.empty() ? model.layers[il] : model.shards[s].layers[il];
-        const int64_t n_embd_kv = (int64_t) hp.n_embd_head * (model.shards.empty() ? hp.n_head_kv
-                                                                                      : model.shards[s].n_head_kv);
+        // split mode row: shard s's KV heads of an offloaded layer, on its device; a layer on the CPU has its whole
+        // cache in shard 0's set and none in the others
+        const bool split = !model.shards.empty() && il < (int) model.shards[s].layers.size();
+        if (s > 0 && !split) continue;
+        const llm_layer & L = split ? model.shards[s].layers[il] : model.layers[il];
+        const int64_t n_embd_kv = (int64_t) hp.n_embd_head * (split ? model.shards[s].n_head_kv : hp.n_head_kv);
         ggml_backend_buffer_type_t buft = L.buft;
         // f32/f16 caches stay with their layer as before; a quantized one only where the device runs its ops
         if (quantized && !ggml_backend_buft_is_host(buft)) {
@@ -312,8 +314,10 @@ static bool shift_keys(llm_kv_cache & kv, const llm_model & model, ggml_backend_
     for (int il = 0; il < hp.n_layer; ++il) {
         // keys of the cells -> f32 [head_dim, n_head_kv, n_move] -> rope by delta -> back into the same cells
         ggml_tensor * k = kv.k[s * kv.n_layer + il];
+        if (!k) continue;  // split mode row: a layer on the CPU (shard 0 holds its cache)
         const int64_t n_embd_kv = k->ne[0];
-        const llm_layer & L = model.shards.empty() ? model.layers[il] : model.shards[s].layers[il];
+        const bool split = !model.shards.empty() && il < (int) model.shards[s].layers.size();
+        const llm_layer & L = split ? model.shards[s].layers[il] : model.layers[il];
         ggml_tensor * kr = ggml_get_rows(ctx, k, idx);  // f32 [n_embd_k_gqa, n_move]
         kr = ggml_reshape_3d(ctx, kr, hp.n_embd_head, n_embd_kv / hp.n_embd_head, n_move);
         kr = ggml_rope_ext(ctx, kr, pos, L.rope_freqs, hp.n_rot, GGML_ROPE_TYPE_NORMAL, hp.rope_freq_base,

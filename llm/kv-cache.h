@@ -55,7 +55,7 @@ struct llm_kv_cache {
     int       n_head_kv = 0;    // of the model (a shard's tensors hold its share)
     int       n_layer = 0;
     int       n_shards = 1;     // split mode row: one set of per-layer tensors per device (its KV heads)
-    std::vector<ggml_tensor *> k;  // [shard * n_layer + layer]
+    std::vector<ggml_tensor *> k;  // [shard * n_layer + layer] (nullptr: a layer that shard does not hold)
     std::vector<ggml_tensor *> v;  // [shard * n_layer + layer]
     std::vector<ggml_context *> ctxs;
     std::vector<ggml_backend_buffer_t> bufs;

@@ -37,7 +37,7 @@ struct llm_layer {
 struct llm_shard {
     int n_head = 0, n_head_kv = 0, n_ff = 0;
     int head_kv0 = 0, ff0 = 0;
-    std::vector<llm_layer> layers;  // [n_layer]: slices in the device's buffer
+    std::vector<llm_layer> layers;  // [n_gpu_layers]: slices in the device's buffer (the other layers: whole, CPU)
 };
 
 struct llm_model {
@@ -62,7 +62,7 @@ struct llm_model {
     ggml_tensor * tok_embd = nullptr;     // [n_embd, n_vocab] (on the GPU only when everything is: tok_embd_on_gpu)
     ggml_tensor * output_norm = nullptr;  // f32 [n_embd]
     ggml_tensor * output = nullptr;       // [n_embd, n_vocab] (token_embd or its GPU copy when tied)
-    std::vector<llm_layer> layers;  // split mode row: shard 0's
+    std::vector<llm_layer> layers;  // split mode row: shard 0's slices of the offloaded ones
     std::vector<llm_shard> shards;  // split mode row: one per entry of devices (empty otherwise)
 
     int  n_gpu_layers = 0;  // layers actually on the GPU

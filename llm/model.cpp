@@ -426,10 +426,6 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
             if (devs.empty()) return tl.fail("--tensor-split gives no device a share");
         }
         row = params.split_mode == LLM_SPLIT_ROW && devs.size() > 1;
-        if (row && params.n_gpu_layers < hp.n_layer) {
-            return tl.fail(strfmt("split mode row needs every layer on the devices: -ngl %d is below the model's %d "
-                                  "layers", params.n_gpu_layers, hp.n_layer));
-        }
         if (row && !split_rows(m, share, kv_first, ff_first, err)) return false;
         const std::vector<int> unit_dev =
             row ? std::vector<int>(n_gpu + (params.n_gpu_layers > hp.n_layer), 0)  // shard 0: the output
@@ -472,7 +468,7 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
         for (int il = 0; il < n_gpu && !row; ++il) kv_bytes[layer_dev[il]] += per_layer;
         for (int d = 0; d < n_dev && row; ++d) {
             const int64_t n_kv_d = (int64_t) (kv_first[d + 1] - kv_first[d]) * hp.n_embd_head;
-            kv_bytes[d] = (size_t) params.n_ctx_hint * hp.n_layer *
+            kv_bytes[d] = (size_t) params.n_ctx_hint * n_gpu *
                           (ggml_row_size(params.type_k_hint, n_kv_d) + ggml_row_size(params.type_v_hint, n_kv_d));
         }
     }
@@ -558,8 +554,8 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
         sh.n_ff = ff_first[d + 1] - ff_first[d];
         const int64_t q0 = (int64_t) sh.head_kv0 * group * hd, nq = (int64_t) sh.n_head * hd;
         const int64_t k0 = (int64_t) sh.head_kv0 * hd, nk = (int64_t) sh.n_head_kv * hd;
-        sh.layers.resize(hp.n_layer);
-        for (int il = 0; il < hp.n_layer; ++il) {
+        sh.layers.resize(n_gpu);  // the offloaded layers; the rest run whole on the CPU (shard 0's graph)
+        for (int il = 0; il < n_gpu; ++il) {
             const llm_layer & L = m.layers[il];
             llm_layer & S = sh.layers[il];
             S.buft = buft_dev[d];
@@ -575,8 +571,8 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
             S.ffn_down = slice(L.ffn_down, d, sh.ff0, sh.n_ff, 0, n_embd);  // [n_ff_d, n_embd]
         }
     }
-    if (row) m.layers = m.shards[0].layers;
-    for (int il = 0; il < hp.n_layer && !row; ++il) {
+    if (row) std::copy(m.shards[0].layers.begin(), m.shards[0].layers.end(), m.layers.begin());
+    for (int il = row ? n_gpu : 0; il < hp.n_layer; ++il) {
         llm_layer & L = m.layers[il];
         const int d = layer_dev[il];
         L.buft = d >= 0 ? buft_dev[d] : buft_cpu;

@@ -380,7 +380,7 @@ TEST_CASE("layer split over two GPUs: the logits of one GPU at every split point
 // (the split sums add in another order), q8_0 weights (tied output) within this suite's q8_0 tolerance of 3e-2 (the
 // shards' mat-muls have other shapes, so other kernels: a prompt GEMM of K = 128 dequantizes to f16 where the whole
 // one multiplies q8_1 activations in int8; measured 7.1e-3); f16 and q8_0 KV caches; the output on CUDA0 (ngl 4) or
-// the CPU (ngl 3).
+// the CPU (ngl 3; ngl 2 also runs the last layer whole on the CPU).
 TEST_CASE("row split over two GPUs: the logits of one GPU") {
     if (ggml_backend_cuda_get_device_count() < 2) {
         MESSAGE("SKIP: " << ggml_backend_cuda_get_device_count() << " CUDA device(s)");
@@ -394,7 +394,7 @@ TEST_CASE("row split over two GPUs: the logits of one GPU") {
     for (const std::string & path : {f32, q8}) {
         const double tol = path == f32 ? 1e-4 : 3e-2;
         for (ggml_type kv : {GGML_TYPE_F16, GGML_TYPE_Q8_0}) {
-            for (int ngl : {3, 4}) {
+            for (int ngl : {2, 3, 4}) {
                 const auto ref = run(path, ngl, true, toks, 24, kv);
                 for (const std::vector<float> & ts : {std::vector<float>{}, {1, 3}}) {
                     int n_dev = 0;
