@@ -426,6 +426,13 @@ static bool load_tensors(llm_model & m, const llm_model_params & params, std::st
             if (devs.empty()) return tl.fail("--tensor-split gives no device a share");
         }
         row = params.split_mode == LLM_SPLIT_ROW && devs.size() > 1;
+        // row: main_gpu (when it has a share) is shard 0, which holds the output (llama.cpp's -mg with -sm row)
+        const auto mg = std::find(devs.begin(), devs.end(), params.main_gpu);
+        if (row && mg != devs.end()) {
+            const size_t k = mg - devs.begin();
+            std::rotate(devs.begin(), devs.begin() + k, devs.end());
+            std::rotate(share.begin(), share.begin() + k, share.end());
+        }
         if (row && !split_rows(m, share, kv_first, ff_first, err)) return false;
         const std::vector<int> unit_dev =
             row ? std::vector<int>(n_gpu + (params.n_gpu_layers > hp.n_layer), 0)  // shard 0: the output

@@ -184,3 +184,27 @@ TEST_CASE("row split over 2, 3 and 4 simulated devices: the logits of the CPU al
     }
     MESSAGE("row split: worst relative error against the CPU alone " << worst);
 }
+
+// -mg picks the row split's first device, which holds the output: the slices then start there
+TEST_CASE("row split: -mg is the first device of the split and holds the output") {
+    const std::string path = gen_model("row_sim_f32", std::string(k_row_args) + " --outtype f32 --seed 6");
+    const std::vector<int32_t> toks = random_tokens(21, 300, 41);
+    const llm_context_params cp = f32_params(64, 8, true);
+    model_ptr ref_m(path);
+    const std::vector<float> ref = row_run(ref_m.m, toks, cp);
+    llm_model_params mp;
+    mp.n_gpu_layers = 4;
+    mp.sim_devices = 3;
+    mp.split_mode = LLM_SPLIT_ROW;
+    mp.main_gpu = 2;
+    std::string err;
+    llm_model * m = llm_model_load(path.c_str(), mp, &err);
+    REQUIRE_MESSAGE(m != nullptr, err);
+    const auto sizes = llm_model_buffer_sizes(m);
+    REQUIRE(sizes.size() >= 3);
+    CHECK(sizes[0].first == "CPU3");  // the output's device, first
+    CHECK(sizes[0].second > sizes[2].second);  // the output besides slices of the size of CPU2's
+    const std::vector<float> got = row_run(m, toks, cp);
+    llm_model_free(m);
+    CHECK(max_rel_err(got, ref, 300) < 1e-5);
+}

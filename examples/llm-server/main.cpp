@@ -42,7 +42,7 @@ std::string srv_params_usage(const char * prog) {
   -sm,  --split-mode MODE    several GPUs: none (-mg's alone), layer (default: consecutive layers, by -ts) or row
                              (tensor parallelism: every layer's heads and FFN columns split, NCCL all-reduces)
   -ts,  --tensor-split N0,N1 each GPU's share of the layers, or with -sm row of each layer (default: free memory)
-  -mg,  --main-gpu N         the GPU with -sm none (default 0)
+  -mg,  --main-gpu N         the GPU with -sm none, or the one with the output with -sm row (default 0)
   -nr,  --no-repack          CPU weights as stored in the file (default: q4_0, q4_K, q6_K in 8-row groups on AVX2)
   -fa,  --flash-attn [on|off|auto]  fused attention (default auto: on where the backend has the kernel)
   -ctk, --cache-type-k TYPE  K cache type: )";
