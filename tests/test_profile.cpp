@@ -233,9 +233,16 @@ TEST_CASE("CPU profile of a stories260K decode step: a time per node, summing to
     // 5 runs at least; up to 20 until one has its node times within 20% of its wall time. The rest is the backend's
     // per-graph setup (the node list and step plan: ~10-30 us on a 2-vCPU VM, against a ~100-300 us step of this tiny
     // model), reported as time outside the nodes; a shared machine's scheduler may stall a thread on top of that.
+    // Under ASan the per-graph setup (allocations, vectors) slows far more than the kernels' arithmetic: 0.74-0.90 on a
+    // 2-vCPU VM (2026-11-30, before and after that session's change alike), so the bar is lower there.
+#if defined(__SANITIZE_ADDRESS__)
+    const double want_ratio = 0.6;
+#else
+    const double want_ratio = 0.8;
+#endif
     double best_ratio = 0;
     ggml_profile last;
-    for (int run = 0; run < 20 && (run < 5 || best_ratio < 0.8); ++run) {
+    for (int run = 0; run < 20 && (run < 5 || best_ratio < want_ratio); ++run) {
         // an unprofiled step first, so that the profiled one follows a step as in a run of decode steps (not the
         // milliseconds of checks below, after which the pool's threads have gone to sleep)
         REQUIRE(llm_decode(ctx, toks + (run + 1) % 4, 1, &err));
@@ -284,7 +291,7 @@ TEST_CASE("CPU profile of a stories260K decode step: a time per node, summing to
         best_ratio = std::max(best_ratio, k / p->wall_us);
         last = *p;
     }
-    CHECK_MESSAGE(best_ratio >= 0.8, "sum of node times / wall time: " << best_ratio);
+    CHECK_MESSAGE(best_ratio >= want_ratio, "sum of node times / wall time: " << best_ratio);
 
     // the dump carries the per-node fields
     ggml_profile_node n0 = last.nodes[0];
