@@ -162,6 +162,8 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_kv, int n_out,
     }
 
     if (shard > 0) {  // shards 1.. end with their last all-reduce (and the residual add after it)
+        // the tokens whose logits are kept are picked in the last layer, which this graph has only when it is split
+        if (sh->layers.size() < (size_t) hp.n_layer) g.inp_out_ids = nullptr;
         ggml_build_forward_expand(gf, x);
         return g;
     }

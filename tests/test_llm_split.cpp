@@ -185,6 +185,44 @@ TEST_CASE("row split over 2, 3 and 4 simulated devices: the logits of the CPU al
     MESSAGE("row split: worst relative error against the CPU alone " << worst);
 }
 
+// A batch of two sequences with logits of some tokens only (the graph keeps those rows: inp_out_ids) over a partial
+// offload (ngl 2 of 3: the last layer, which picks the rows, runs only in the first device's graph)
+TEST_CASE("row split: a batch of two sequences with some logits kept, partial offload") {
+    const std::string path = gen_model("row_sim_f32", std::string(k_row_args) + " --outtype f32 --seed 6");
+    const std::vector<int32_t> toks = random_tokens(24, 300, 43);
+    llm_batch b;
+    for (int i = 0; i < 24; ++i) b.add(toks[i], i / 2, i % 2, i == 5 || i == 16 || i == 23);
+    auto run = [&](llm_model * m) {
+        llm_context_params cp = f32_params(64, 16, false);
+        cp.n_seq_max = 2;
+        ctx_ptr c(m, cp);
+        std::string err;
+        REQUIRE_MESSAGE(llm_decode_batch(c.c, b, &err), err);  // graphs of 16 and 8 tokens
+        std::vector<float> out;
+        for (int i : {5, 16, 23}) {
+            const float * l = llm_get_logits_batch(c.c, i);
+            REQUIRE(l != nullptr);
+            out.insert(out.end(), l, l + 300);
+        }
+        return out;
+    };
+    model_ptr ref_m(path);
+    const std::vector<float> ref = run(ref_m.m);
+    for (int ngl : {2, 4}) {
+        llm_model_params mp;
+        mp.n_gpu_layers = ngl;
+        mp.sim_devices = 2;
+        mp.split_mode = LLM_SPLIT_ROW;
+        std::string err;
+        llm_model * m = llm_model_load(path.c_str(), mp, &err);
+        REQUIRE_MESSAGE(m != nullptr, err);
+        const std::vector<float> got = run(m);
+        llm_model_free(m);
+        INFO("ngl " << ngl);
+        CHECK(max_rel_err(got, ref, 300) < 1e-5);
+    }
+}
+
 // -mg picks the row split's first device, which holds the output: the slices then start there
 TEST_CASE("row split: -mg is the first device of the split and holds the output") {
     const std::string path = gen_model("row_sim_f32", std::string(k_row_args) + " --outtype f32 --seed 6");
