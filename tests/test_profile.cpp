@@ -330,10 +330,16 @@ TEST_CASE("CPU profile of a stories260K decode step: a time per node, summing to
     CHECK(dot.find("fillcolor=\"#ff") != std::string::npos);
 
     // the reports name the nodes, the op totals and the time outside kernels
+    // (which nodes are slowest is the machine's business: stories260K's mat-muls are 64 wide, and under ASan on a busy
+    // VM a norm or a copy can outlast them; the slowest node of this profile must head the table)
     const std::string table = ggml_profile_table(last, 5);
-    CHECK(table.find("mul_mat") != std::string::npos);
+    const auto by_us = [](const ggml_profile_node & a, const ggml_profile_node & b) { return a.us < b.us; };
+    const auto slowest = std::max_element(last.nodes.begin(), last.nodes.end(), by_us);
+    CHECK_MESSAGE(table.find(slowest->name) != std::string::npos, table);
     CHECK(std::count(table.begin(), table.end(), '\n') == 6); // header + 5
-    CHECK(ggml_profile_op_totals(last).find("rms_norm") != std::string::npos);
+    const std::string totals = ggml_profile_op_totals(last);
+    CHECK(totals.find("rms_norm") != std::string::npos);
+    CHECK(totals.find("mul_mat") != std::string::npos);
     CHECK(ggml_profile_summary(last).find("outside kernels") != std::string::npos);
 
     llm_context_free(ctx);
