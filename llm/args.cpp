@@ -245,8 +245,8 @@ std::vector<cli_opt> cli_options(const llm_cli_params & d) {
                  "layers stored in VRAM (default: " + std::to_string(d.n_gpu_layers) + "; > n_layer: the output too)",
                  set_int(&llm_cli_params::n_gpu_layers, 0, 1 << 20)});
     o.push_back({{"-mg", "--main-gpu"}, "INDEX", CLI_GROUP_COMMON,
-                 "the GPU for the offloaded layers with -sm none, or the one holding the output with -sm row (default: " +
-                     std::to_string(d.main_gpu) + ")",
+                 "the GPU for the offloaded layers with -sm none, or the one holding the output with -sm row "
+                 "(default: " + std::to_string(d.main_gpu) + ")",
                  set_int(&llm_cli_params::main_gpu, 0, 1023)});
     o.push_back({{"-sm", "--split-mode"}, "{none,layer,row}", CLI_GROUP_COMMON,
                  "how the offloaded layers spread over several GPUs: none (all on -mg), layer (consecutive layers on "

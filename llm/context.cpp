@@ -160,7 +160,7 @@ llm_context * llm_context_new(llm_model * model, const llm_context_params & para
         }
     }
     for (auto * b : ctx->backends) ctx->perf.compute_buffer_bytes += ggml_backend_sched_get_buffer_size(ctx->sched, b);
-    for (size_t s = 1; s < ctx->gpus.size() && !ctx->shards.empty(); ++s) {
+    for (int s = 1; s < n_shards(ctx); ++s) {
         for (ggml_backend_t b : {ctx->gpus[s], ctx->shards[s - 1].cpu}) {
             ctx->perf.compute_buffer_bytes += ggml_backend_sched_get_buffer_size(ctx->shards[s - 1].sched, b);
         }

@@ -71,7 +71,7 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_kv, int n_out,
 
     for (int il = 0; il < hp.n_layer; ++il) {
         // split mode row: the offloaded layers are the shard's slices; the others run whole in shard 0's graph
-        const bool split = sh && il < (int) sh->layers.size();
+        const bool split = llm_layer_sliced(model, shard, il);
         if (sh && !split && shard > 0) break;
         const llm_layer & L = split ? sh->layers[il] : model.layers[il];
         const int64_t n_head = split ? sh->n_head : hp.n_head, n_head_kv = split ? sh->n_head_kv : hp.n_head_kv;

@@ -128,7 +128,6 @@ bool llm_kv_cache_init(llm_kv_cache & kv, const llm_model & model, int n_ctx, in
     kv.type_v = type_v;
     kv.v_trans = v_trans;
     kv.n_embd_head = hp.n_embd_head;
-    kv.n_head_kv = hp.n_head_kv;
     kv.n_layer = hp.n_layer;
     kv.n_shards = std::max<int>(1, (int) model.shards.size());
 
@@ -143,7 +142,7 @@ bool llm_kv_cache_init(llm_kv_cache & kv, const llm_model & model, int n_ctx, in
         const int s = i / hp.n_layer, il = i % hp.n_layer;
         // split mode row: shard s's KV heads of an offloaded layer, on its device; a layer on the CPU has its whole
         // cache in shard 0's set and none in the others
-        const bool split = !model.shards.empty() && il < (int) model.shards[s].layers.size();
+        const bool split = llm_layer_sliced(model, s, il);
         if (s > 0 && !split) continue;
         const llm_layer & L = split ? model.shards[s].layers[il] : model.layers[il];
         const int64_t n_embd_kv = (int64_t) hp.n_embd_head * (split ? model.shards[s].n_head_kv : hp.n_head_kv);
@@ -316,7 +315,7 @@ static bool shift_keys(llm_kv_cache & kv, const llm_model & model, ggml_backend_
         ggml_tensor * k = kv.k[s * kv.n_layer + il];
         if (!k) continue;  // split mode row: a layer on the CPU (shard 0 holds its cache)
         const int64_t n_embd_kv = k->ne[0];
-        const bool split = !model.shards.empty() && il < (int) model.shards[s].layers.size();
+        const bool split = llm_layer_sliced(model, s, il);
         const llm_layer & L = split ? model.shards[s].layers[il] : model.layers[il];
         ggml_tensor * kr = ggml_get_rows(ctx, k, idx);  // f32 [n_embd_k_gqa, n_move]
         kr = ggml_reshape_3d(ctx, kr, hp.n_embd_head, n_embd_kv / hp.n_embd_head, n_move);

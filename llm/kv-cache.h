@@ -52,7 +52,6 @@ struct llm_kv_cache {
     ggml_type type_v = GGML_TYPE_F16;
     bool      v_trans = true;
     int       n_embd_head = 0;
-    int       n_head_kv = 0;    // of the model (a shard's tensors hold its share)
     int       n_layer = 0;
     int       n_shards = 1;     // split mode row: one set of per-layer tensors per device (its KV heads)
     std::vector<ggml_tensor *> k;  // [shard * n_layer + layer] (nullptr: a layer that shard does not hold)

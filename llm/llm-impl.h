@@ -76,6 +76,12 @@ struct llm_model {
     double t_load_ms = 0;
 };
 
+// Split mode row: whether shard s holds layer il as a slice (an offloaded layer). Otherwise shard 0 runs it whole
+// from llm_model::layers (no split, or a layer past -ngl) and the other shards do not hold it.
+inline bool llm_layer_sliced(const llm_model & m, int s, int il) {
+    return !m.shards.empty() && il < (int) m.shards[s].layers.size();
+}
+
 // Split mode layer: the device (index into share) of each offloaded layer and, when n_gpu_layers > n_layer, of the
 // output as one more entry: unit u of n goes to the first device whose cumulative share exceeds u / n (llama.cpp's
 // -sm layer rule). share: non-negative, some positive.

@@ -66,6 +66,15 @@ std::vector<std::vector<float>> run(const std::string & path, int ngl, bool flas
     return out;
 }
 
+// the largest relative error of a row of got against the same row of ref (as many rows)
+double worst_rel_err(const std::vector<std::vector<float>> & got, const std::vector<std::vector<float>> & ref,
+                     int n_vocab) {
+    REQUIRE(got.size() == ref.size());
+    double worst = 0;
+    for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, rel_err(got[i].data(), ref[i].data(), n_vocab));
+    return worst;
+}
+
 void check_all_ngl(const std::string & path, int n_layer, double tol) {
     const int n_vocab = 300;
     const std::vector<int32_t> toks = random_tokens(40, n_vocab, 7);
@@ -73,10 +82,7 @@ void check_all_ngl(const std::string & path, int n_layer, double tol) {
         const auto ref = run(path, 0, flash, toks, 24);
         for (int ngl = 1; ngl <= n_layer + 1; ++ngl) {
             const auto got = run(path, ngl, flash, toks, 24);
-            REQUIRE(got.size() == ref.size());
-            double worst = 0;
-            for (size_t i = 0; i < ref.size(); ++i)
-                worst = std::max(worst, rel_err(got[i].data(), ref[i].data(), n_vocab));
+            const double worst = worst_rel_err(got, ref, n_vocab);
             INFO(path << " ngl " << ngl << " flash " << flash << ": max rel err " << worst);
             CHECK(worst < tol);
             MESSAGE(path << " ngl " << ngl << std::string(flash ? " fa" : "") << ": " << worst);
@@ -357,9 +363,7 @@ TEST_CASE("layer split over two GPUs: the logits of one GPU at every split point
                 for (const std::vector<float> & ts : {std::vector<float>{1, 1}, {1, 2}, {2, 1}}) {
                     int n_dev = 0;
                     const auto got = run(path, ngl, true, toks, 24, kv, LLM_SPLIT_LAYER, ts, &n_dev);
-                    double worst = 0;
-                    for (size_t i = 0; i < ref.size(); ++i)
-                        worst = std::max(worst, rel_err(got[i].data(), ref[i].data(), 300));
+                    const double worst = worst_rel_err(got, ref, 300);
                     INFO(path << " kv " << ggml_type_name(kv) << " ngl " << ngl << " -ts " << ts[0] << "," << ts[1]);
                     CHECK(n_dev == (ngl == 2 && ts[0] == 2 ? 1 : 2)); // 2 layers at 2:1: both on CUDA0
                     CHECK(worst < 1e-5);
@@ -399,9 +403,7 @@ TEST_CASE("row split over two GPUs: the logits of one GPU") {
                 for (const std::vector<float> & ts : {std::vector<float>{}, {1, 3}}) {
                     int n_dev = 0;
                     const auto got = run(path, ngl, true, toks, 24, kv, LLM_SPLIT_ROW, ts, &n_dev);
-                    double worst = 0;
-                    for (size_t i = 0; i < ref.size(); ++i)
-                        worst = std::max(worst, rel_err(got[i].data(), ref[i].data(), 300));
+                    const double worst = worst_rel_err(got, ref, 300);
                     INFO(path << " kv " << ggml_type_name(kv) << " ngl " << ngl << " -ts " << ts.size());
                     CHECK(n_dev == 2);
                     CHECK(worst < tol);

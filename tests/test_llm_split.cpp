@@ -14,6 +14,18 @@ static const char * const k_row_args =  // GQA 8/4: a KV head for each of up to 
     "--n-embd 256 --n-ff 320 --n-layer 3 --n-head 8 --n-head-kv 4 --n-vocab 300 --vocab none --theta 500000 "
     "--rope-freqs --ctx 512";
 
+// all layers up to ngl over n_sim simulated devices, by split mode sm, shares ts, main device mg
+static llm_model_params sim_params(int ngl, int n_sim, llm_split_mode sm, const std::vector<float> & ts = {},
+                                   int mg = 0) {
+    llm_model_params mp;
+    mp.n_gpu_layers = ngl;
+    mp.sim_devices = n_sim;
+    mp.split_mode = sm;
+    mp.tensor_split = ts;
+    mp.main_gpu = mg;
+    return mp;
+}
+
 // the devices (simulated "CPU1", "CPU2", ...) that hold weights of m
 static int n_sim_buffers(const llm_model * m) {
     int n = 0;
@@ -48,11 +60,7 @@ TEST_CASE("layer split over two simulated devices: the logits of the CPU alone a
             for (int ngl = 1; ngl <= 4; ++ngl) {
                 for (const std::vector<float> & ts : {std::vector<float>{1, 1}, {1, 2}, {2, 1}, {0, 1}}) {
                     std::string err;
-                    llm_model_params mp;
-                    mp.n_gpu_layers = ngl;
-                    mp.sim_devices = 2;
-                    mp.tensor_split = ts;
-                    llm_model * m = llm_model_load(path.c_str(), mp, &err);
+                    llm_model * m = llm_model_load(path.c_str(), sim_params(ngl, 2, LLM_SPLIT_LAYER, ts), &err);
                     REQUIRE_MESSAGE(m != nullptr, err);
                     const int n_dev = n_sim_buffers(m);
                     const std::vector<float> got = cpp_logits(m, toks, cp, 0);
@@ -87,14 +95,8 @@ TEST_CASE("layer and row split: bad parameters are one-line load errors") {
         {LLM_SPLIT_ROW, {0, 0}, 0, "--tensor-split gives no device a share"},
     };
     for (const auto & c : cases) {
-        llm_model_params mp;
-        mp.n_gpu_layers = c.ngl;
-        mp.sim_devices = c.sim;
-        mp.split_mode = c.sm;
-        mp.tensor_split = c.ts;
-        mp.main_gpu = c.main_gpu;
         std::string err;
-        llm_model * m = llm_model_load(path.c_str(), mp, &err);
+        llm_model * m = llm_model_load(path.c_str(), sim_params(c.ngl, c.sim, c.sm, c.ts, c.main_gpu), &err);
         CHECK(m == nullptr);
         if (m) llm_model_free(m);
         CHECK_MESSAGE(err.find(c.expect) != std::string::npos, err);
@@ -103,12 +105,8 @@ TEST_CASE("layer and row split: bad parameters are one-line load errors") {
     // q4_K attn_output (blocks of 256 columns) with 64-column KV heads: device 1 would start at column 128
     const std::string q4k = gen_quantized("row_sim_q4km", std::string(k_row_args) + " --seed 6", "q4_K_M");
     if (q4k.empty()) return;
-    llm_model_params mp;
-    mp.n_gpu_layers = 99;
-    mp.sim_devices = 2;
-    mp.split_mode = LLM_SPLIT_ROW;
     std::string err;
-    llm_model * m = llm_model_load(q4k.c_str(), mp, &err);
+    llm_model * m = llm_model_load(q4k.c_str(), sim_params(99, 2, LLM_SPLIT_ROW), &err);
     CHECK(m == nullptr);
     if (m) llm_model_free(m);
     CHECK_MESSAGE(err.find("split mode row: device 1's columns of attn_output start at 128, inside a block of 256") !=
@@ -163,12 +161,8 @@ TEST_CASE("row split over 2, 3 and 4 simulated devices: the logits of the CPU al
             for (const split & sp : {split{2, {}}, split{2, {1, 3}}, split{3, {}}, split{4, {}}}) {
                 for (int ngl : {1, 2, 3, 4}) {
                     std::string err;
-                    llm_model_params mp;
-                    mp.n_gpu_layers = ngl;
-                    mp.sim_devices = sp.n_dev;
-                    mp.split_mode = LLM_SPLIT_ROW;
-                    mp.tensor_split = sp.ts;
-                    llm_model * m = llm_model_load(path.c_str(), mp, &err);
+                    llm_model * m =
+                        llm_model_load(path.c_str(), sim_params(ngl, sp.n_dev, LLM_SPLIT_ROW, sp.ts), &err);
                     REQUIRE_MESSAGE(m != nullptr, err);
                     const int n_dev = n_sim_buffers(m);
                     const std::vector<float> got = row_run(m, toks, cp);
@@ -209,12 +203,8 @@ TEST_CASE("row split: a batch of two sequences with some logits kept, partial of
     model_ptr ref_m(path);
     const std::vector<float> ref = run(ref_m.m);
     for (int ngl : {2, 4}) {
-        llm_model_params mp;
-        mp.n_gpu_layers = ngl;
-        mp.sim_devices = 2;
-        mp.split_mode = LLM_SPLIT_ROW;
         std::string err;
-        llm_model * m = llm_model_load(path.c_str(), mp, &err);
+        llm_model * m = llm_model_load(path.c_str(), sim_params(ngl, 2, LLM_SPLIT_ROW), &err);
         REQUIRE_MESSAGE(m != nullptr, err);
         const std::vector<float> got = run(m);
         llm_model_free(m);
@@ -230,13 +220,8 @@ TEST_CASE("row split: -mg is the first device of the split and holds the output"
     const llm_context_params cp = f32_params(64, 8, true);
     model_ptr ref_m(path);
     const std::vector<float> ref = row_run(ref_m.m, toks, cp);
-    llm_model_params mp;
-    mp.n_gpu_layers = 4;
-    mp.sim_devices = 3;
-    mp.split_mode = LLM_SPLIT_ROW;
-    mp.main_gpu = 2;
     std::string err;
-    llm_model * m = llm_model_load(path.c_str(), mp, &err);
+    llm_model * m = llm_model_load(path.c_str(), sim_params(4, 3, LLM_SPLIT_ROW, {}, 2), &err);
     REQUIRE_MESSAGE(m != nullptr, err);
     const auto sizes = llm_model_buffer_sizes(m);
     REQUIRE(sizes.size() >= 3);
