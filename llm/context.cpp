@@ -234,15 +234,17 @@ static bool decode_ubatch(llm_context * ctx, const llm_batch & b, int i0, int n,
             return false;
         }
     }
-    ctx->mask_buf.resize(ggml_nbytes(ctx->graph.inp_kq_mask));
-    llm_kv_fill_mask(ctx->kv, ctx->mask_buf.data(), ctx->graph.inp_kq_mask->type, n_kv, n, seq, pos);
+    ctx->kv_cells_buf.resize(3 * (size_t) n_kv);
+    llm_kv_fill_cells(ctx->kv, ctx->kv_cells_buf.data(), n_kv);
     for (int s = 0; s < n_sh; ++s) {  // every shard's graph has the same inputs
         const llm_graph & g = graph_of(ctx, s);
         ggml_backend_tensor_set(g.inp_tokens, b.token.data() + i0, 0, n * sizeof(int32_t));
         ggml_backend_tensor_set(g.inp_pos, pos, 0, n * sizeof(int32_t));
         ggml_backend_tensor_set(g.inp_cells, cells.data(), 0, n * sizeof(int32_t));
         if (g.inp_out_ids) ggml_backend_tensor_set(g.inp_out_ids, ids.data(), 0, n_out * sizeof(int32_t));
-        ggml_backend_tensor_set(g.inp_kq_mask, ctx->mask_buf.data(), 0, ctx->mask_buf.size());
+        ggml_backend_tensor_set(g.inp_seq, seq, 0, n * sizeof(int32_t));
+        ggml_backend_tensor_set(g.inp_kv_cells, ctx->kv_cells_buf.data(), 0,
+                                ctx->kv_cells_buf.size() * sizeof(int32_t));
     }
 
     // not waited for here: the next ubatch's graph, mask and inputs are prepared on the host while this one runs

@@ -1,11 +1,13 @@
 // graph.cpp - the Llama forward graph of one step: n_tokens new tokens (of one or many sequences), each
-// attending to the cached cells of its own sequence at positions up to its own (the inp_kq_mask input), with
+// attending to the cached cells of its own sequence at positions up to its own (kq_mask: ggml_kq_mask), with
 // the logits of every token, of the last one, or of those listed in inp_out_ids.
 //
 // Decode steps keep one graph: the step's cells are written with SET_ROWS at the cells in inp_cells, and
 // attention reads a KV view of n_kv cells (the used ones rounded up to LLM_KV_PAD), with the visibility in
-// the mask. Consecutive decode steps then differ only in their inputs' contents (tokens, positions, cells,
-// mask), so a backend can replay the step it captured (CUDA graphs) for up to LLM_KV_PAD tokens in a row.
+// the mask, which the graph builds from the cells' positions and sequences and the tokens' (a few bytes a cell
+// and a token cross to a GPU, not n_kv x n_tokens). Consecutive decode steps then differ only in their inputs'
+// contents (tokens, positions, cells), so a backend can replay the step it captured (CUDA graphs) for up to
+// LLM_KV_PAD tokens in a row.
 #include "llm-impl.h"
 
 #include <algorithm>
@@ -59,12 +61,16 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_kv, int n_out,
         ggml_set_name(g.inp_out_ids, "inp_out_ids");
         ggml_set_input(g.inp_out_ids);
     }
-    // [n_kv, n_tokens]: 0 or -inf; f16 for flash attention (half the bytes to fill and upload per step: a
-    // 16k-token prompt uploads n_kv x 512 values per batch), f32 for the softmax path
-    g.inp_kq_mask =
-        ggml_new_tensor_2d(ctx, lctx.params.flash_attn ? GGML_TYPE_F16 : GGML_TYPE_F32, n_kv, n_tokens);
-    ggml_set_name(g.inp_kq_mask, "inp_kq_mask");
-    ggml_set_input(g.inp_kq_mask);
+    g.inp_seq = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_tokens);  // i32 [n_tokens]
+    ggml_set_name(g.inp_seq, "inp_seq");
+    ggml_set_input(g.inp_seq);
+    g.inp_kv_cells = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, 3, n_kv);  // i32 [3, n_kv]
+    ggml_set_name(g.inp_kv_cells, "inp_kv_cells");
+    ggml_set_input(g.inp_kv_cells);
+    // [n_kv, n_tokens]: 0 or -inf, built where the attention runs; f16 for flash attention, f32 for the softmax path
+    g.kq_mask = ggml_kq_mask(ctx, g.inp_kv_cells, g.inp_seq, g.inp_pos,
+                             lctx.params.flash_attn ? GGML_TYPE_F16 : GGML_TYPE_F32);
+    ggml_set_name(g.kq_mask, "kq_mask");
 
     ggml_tensor * x = ggml_get_rows(ctx, model.tok_embd, g.inp_tokens);  // [n_embd, n_tokens]
     ggml_set_name(x, "inp_embd");
@@ -113,14 +119,14 @@ llm_graph llm_build_graph(llm_context & lctx, int n_tokens, int n_kv, int n_out,
         ggml_tensor * vc = llm_kv_view_v(ctx, kv, il, n_kv, kv_shard);
         ggml_tensor * attn;
         if (lctx.params.flash_attn) {
-            attn = ggml_flash_attn_ext(ctx, qp, kc, vc, g.inp_kq_mask, kq_scale, -1);  // [hd, n_head, n_tokens]
+            attn = ggml_flash_attn_ext(ctx, qp, kc, vc, g.kq_mask, kq_scale, -1);  // [hd, n_head, n_tokens]
             ggml_flash_attn_ext_set_seqs(attn, n_seq, kv.n_seq_max > 1);
             ggml_format_name(attn, "fattn-%d", il);
             attn = ggml_reshape_2d(ctx, attn, n_q, n_tokens);
         } else {
             ggml_tensor * kq = ggml_mul_mat(ctx, kc, qp);  // [n_kv, n_tokens, n_head]
             ggml_format_name(kq, "kq-%d", il);
-            kq = ggml_soft_max_ext(ctx, kq, g.inp_kq_mask, kq_scale);
+            kq = ggml_soft_max_ext(ctx, kq, g.kq_mask, kq_scale);
             ggml_format_name(kq, "kq_soft_max-%d", il);
             ggml_tensor * kqv = ggml_mul_mat(ctx, vc, kq);  // [hd, n_tokens, n_head]
             ggml_format_name(kqv, "kqv-%d", il);

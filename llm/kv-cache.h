@@ -4,7 +4,8 @@
 // prefix shared by sequences is stored once. Tokens of a batch go to free cells (llm_kv_place): each sequence
 // prefers its home region (n_ctx / n_seq_max cells), so a sequence's cells stay mostly contiguous and the
 // attention of one step reads few cells of others. Attention reads the first n_kv cells (llm_kv_n_kv) and the
-// mask (llm_kv_fill_mask) lets token i see a cell iff the cell belongs to i's sequence at a position <= i's.
+// mask (ggml_kq_mask of llm_kv_fill_cells) lets token i see a cell iff the cell belongs to i's sequence at a position
+// <= i's.
 //
 // Layout (ggml style), per layer, in the layer's backend buffer:
 //   k: [n_embd_k_gqa, n_ctx]                  keys, stored after RoPE
@@ -83,9 +84,9 @@ bool llm_kv_place(llm_kv_cache & kv, int n, const int32_t * seq, const int32_t *
 // Cells attention reads: used_end rounded up to LLM_KV_PAD (at most n_ctx), so decode steps keep their
 // graph's shapes for LLM_KV_PAD steps.
 int  llm_kv_n_kv(const llm_kv_cache & kv);
-// mask [n_tokens][n_kv] (f32 or f16): 0 where cell j belongs to seq[i] at a position <= pos[i], else -inf.
-void llm_kv_fill_mask(const llm_kv_cache & kv, void * mask, ggml_type type, int n_kv, int n_tokens,
-                      const int32_t * seq, const int32_t * pos);
+// out [n_kv][3]: each cell's position, its sequence bits 0..31 and 32..63 (none for free cells and those at or past
+// used_end): the cells input of ggml_kq_mask.
+void llm_kv_fill_cells(const llm_kv_cache & kv, int32_t * out, int n_kv);
 // Sequence edits (p1 < 0: to the end). rm with seq < 0 frees the range of every sequence.
 void llm_kv_seq_rm(llm_kv_cache & kv, int seq, int p0, int p1);
 void llm_kv_seq_cp(llm_kv_cache & kv, int src, int dst, int p0, int p1);

@@ -63,59 +63,15 @@ int llm_kv_n_kv(const llm_kv_cache & kv) {
     return std::min(kv.n_ctx, std::max(1, (kv.used_end + LLM_KV_PAD - 1) / LLM_KV_PAD * LLM_KV_PAD));
 }
 
-namespace {
-// A run of cells j0 .. j0+len-1 of one sequence holding positions p0 .. p0+len-1 (the common layout: a
-// sequence's tokens placed one after another), so the part a token at position p sees is one range.
-struct cell_run {
-    int j0, p0, len;
-};
-}  // namespace
-
-template <typename T>
-static void fill_rows(const llm_kv_cache & kv, T * mask, int n_kv, int n_tokens, const int32_t * seq,
-                      const int32_t * pos, T zero, T minus_inf) {
-    // the runs of each sequence present in the batch, built once per call
-    std::vector<int> seq_slot(kv.n_seq_max, -1);
-    std::vector<std::vector<cell_run>> runs;
-    for (int i = 0; i < n_tokens; ++i) {
-        if (seq_slot[seq[i]] < 0) {
-            seq_slot[seq[i]] = (int) runs.size();
-            runs.emplace_back();
-        }
-    }
-    const int n_scan = std::min(n_kv, kv.used_end);
-    for (int j = 0; j < n_scan; ++j) {
+void llm_kv_fill_cells(const llm_kv_cache & kv, int32_t * out, int n_kv) {
+    const int n_used = std::min(n_kv, kv.used_end);
+    for (int j = 0; j < n_used; ++j) {
         const llm_kv_cell & c = kv.cells[j];
-        for (uint64_t m = c.seq; m; m &= m - 1) {
-            const int k = seq_slot[__builtin_ctzll(m)];
-            if (k < 0) continue;
-            std::vector<cell_run> & r = runs[k];
-            if (!r.empty() && r.back().j0 + r.back().len == j && r.back().p0 + r.back().len == c.pos) {
-                ++r.back().len;
-            } else {
-                r.push_back({j, c.pos, 1});
-            }
-        }
+        out[3 * j] = c.pos;
+        out[3 * j + 1] = (int32_t) (uint32_t) c.seq;
+        out[3 * j + 2] = (int32_t) (uint32_t) (c.seq >> 32);
     }
-    for (int i = 0; i < n_tokens; ++i) {
-        T * row = mask + (size_t) i * n_kv;
-        std::fill(row, row + n_kv, minus_inf);
-        const int p = pos[i];
-        for (const cell_run & r : runs[seq_slot[seq[i]]]) {
-            const int n_vis = std::clamp(p - r.p0 + 1, 0, r.len);
-            std::fill(row + r.j0, row + r.j0 + n_vis, zero);
-        }
-    }
-}
-
-void llm_kv_fill_mask(const llm_kv_cache & kv, void * mask, ggml_type type, int n_kv, int n_tokens,
-                      const int32_t * seq, const int32_t * pos) {
-    if (type == GGML_TYPE_F32) {
-        fill_rows(kv, (float *) mask, n_kv, n_tokens, seq, pos, 0.0f, -INFINITY);
-    } else {
-        GGML_ASSERT(type == GGML_TYPE_F16);
-        fill_rows(kv, (uint16_t *) mask, n_kv, n_tokens, seq, pos, (uint16_t) 0x0000, (uint16_t) 0xFC00);
-    }
+    std::fill(out + 3 * (size_t) n_used, out + 3 * (size_t) n_kv, 0);
 }
 
 // The counters after an edit are kept up to date as the edit goes, not by a recount of all n_ctx cells. Edits

@@ -102,7 +102,10 @@ struct llm_graph {
     ggml_tensor *  inp_pos = nullptr;     // i32 [n_tokens]: positions (RoPE)
     ggml_tensor *  inp_cells = nullptr;   // i32 [n_tokens]: the KV cells the tokens are written to
     ggml_tensor *  inp_out_ids = nullptr; // i32 [n_out]: tokens whose logits are kept (LLM_OUT_IDS)
-    ggml_tensor *  inp_kq_mask = nullptr; // f32/f16 [n_kv, n_tokens]: 0 where cell j is visible to token i, else -inf
+    ggml_tensor *  inp_seq = nullptr;     // i32 [n_tokens]: sequence ids
+    ggml_tensor *  inp_kv_cells = nullptr; // i32 [3, n_kv]: each cell's position and sequence bits (llm_kv_fill_cells)
+    ggml_tensor *  kq_mask = nullptr;     // f32/f16 [n_kv, n_tokens] (ggml_kq_mask of the three): 0 where cell j is
+                                          // visible to token i, else -inf
     ggml_tensor *  logits = nullptr;      // f32 [n_vocab, n_out]
     ggml_tensor *  argmax = nullptr;      // i32 [1], argmax of the last logits row
     int n_tokens = 0;
@@ -135,7 +138,7 @@ struct llm_context {
     ggml_backend_sched_t sched = nullptr;
     size_t graph_size = 0;                 // max nodes of one step's graph
     std::vector<uint8_t> graph_mem;        // tensor headers + graph of the current step
-    std::vector<uint8_t> mask_buf;         // the current step's inp_kq_mask (f32 or f16)
+    std::vector<int32_t> kv_cells_buf;     // the current step's inp_kv_cells
     // LLM_UBATCH_SYNC=1: wait for each ubatch's graph (the host then builds the next one with the GPU idle)
     bool ubatch_sync = false;
     // The last step's graph, still allocated by sched: a step with the same n_tokens and n_kv (decode, up to

@@ -18,7 +18,9 @@
 // "mask" f32/f16 (0, small negatives, -inf; rows with i1 % 5 == 3 fully -inf); "cmask" causal 0 / -inf (row i1
 // sees keys up to ne0 - ne1 + i1; from key (13 i1) % 97 where i1 % 7 == 5, nothing where i1 % 11 == 10, and one
 // -0.5 inside where i1 % 13 == 6: a mask a range alone does not describe); "ties" small
-// integers in [-2, 2] (for argmax ties); anything else uniform in [-1, 1] without zeros (f16: exact
+// integers in [-2, 2] (for argmax ties); "kvcells" i32 triples of ggml_kq_mask (position in [0, 1000), then
+// sequence bits: each of sequences 0..5, 33 and 63 with probability 1/3, a free cell (no bits) one in 7); "seqid"
+// i32 sequence ids among 0..5, 33 and 63; anything else uniform in [-1, 1] without zeros (f16: exact
 // multiples of 1/1024), i32 in [0, 100). q8_0/q4_0 leaves (KV caches) are random valid blocks: an exact f16
 // scale d (q8_0: d in [2^-8, 2^-7), values up to ~1; q4_0: d in [2^-4, 2^-3)) and random quants.
 // NMSE thresholds: exact ops 0, f32 1e-7, f16 (inputs or outputs) 1e-5; quantized K/V: see the attention cases.
@@ -115,6 +117,23 @@ inline std::vector<uint8_t> backend_case_leaf_data(const ggml_tensor * leaf, uin
                 std::shuffle(ids.begin(), ids.end(), rng);
                 std::memcpy(out.data(), ids.data(), n * 4);
             }
+            continue;
+        }
+        if (leaf->type == GGML_TYPE_I32 && starts("kvcells")) {
+            int32_t k = (int32_t)(rng() % 1000);
+            if (i % 3 > 0) { // the bits of sequences 0..31 (lo) or 32..63 (hi)
+                uint32_t bits = 0;
+                for (int s : {0, 1, 2, 3, 4, 5, 33, 63})
+                    if ((s < 32) == (i % 3 == 1) && rng() % 3 == 0) bits |= 1u << (s % 32);
+                if ((i / 3) % 7 == 4) bits = 0;
+                k = (int32_t)bits;
+            }
+            std::memcpy(&out[i * 4], &k, 4);
+            continue;
+        }
+        if (leaf->type == GGML_TYPE_I32 && starts("seqid")) {
+            const int32_t ids[] = {0, 1, 2, 3, 4, 5, 33, 63}, k = ids[rng() % 8];
+            std::memcpy(&out[i * 4], &k, 4);
             continue;
         }
         if (leaf->type == GGML_TYPE_I32 && starts("posbig")) {
@@ -532,6 +551,25 @@ inline std::vector<backend_case> backend_cases() {
                     return ggml_argmax(ctx, backend_case_input(ctx, GGML_TYPE_F32, ne, BACKEND_LAYOUT_CONT,
                                                                ties ? "ties" : "a"));
                 });
+        }
+    }
+
+    // KQ_MASK: the attention mask from cells and tokens, odd cell counts, 1 / 3 / 64 tokens, f16 and f32
+    for (int64_t n_kv : {1, 17, 255, 4100}) {
+        for (int64_t n_tok : {1, 3, 64}) {
+            for (ggml_type t : {GGML_TYPE_F16, GGML_TYPE_F32}) {
+                add("kq_mask", std::string(ggml_type_name(t)) + " n_kv " + std::to_string(n_kv) + " tokens " +
+                                   std::to_string(n_tok),
+                    BACKEND_NMSE_EXACT, [=](ggml_context * ctx) {
+                        ggml_tensor * cells = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, 3, n_kv);
+                        ggml_tensor * seq = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_tok);
+                        ggml_tensor * pos = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_tok);
+                        ggml_set_name(cells, "kvcells");
+                        ggml_set_name(seq, "seqid");
+                        ggml_set_name(pos, "pos");
+                        return ggml_kq_mask(ctx, cells, seq, pos, t);
+                    });
+            }
         }
     }
 

@@ -187,6 +187,16 @@ std::vector<double> reference(const ggml_tensor * dst) {
             });
             break;
         }
+        case GGML_OP_KQ_MASK: { // token i1 sees cell i0: the cell holds the token's sequence at a position <= its own
+            const ggml_tensor * pos = dst->src[2];
+            each([&](int64_t i0, int64_t i1, int64_t, int64_t) {
+                const int64_t s = (int64_t)at(b, i1);
+                const uint64_t bits = (uint64_t)(uint32_t)(int32_t)at(a, 1, i0) |
+                                      (uint64_t)(uint32_t)(int32_t)at(a, 2, i0) << 32;
+                return (bits >> s & 1) && at(a, 0, i0) <= at(pos, i1) ? 0.0 : -INFINITY;
+            });
+            break;
+        }
         case GGML_OP_ARGMAX:
             for (int64_t r = 0; r < a->ne[1]; ++r) {
                 int64_t best = 0;
@@ -296,6 +306,7 @@ TEST_CASE("diag_mask_inf") { run_group("diag_mask_inf"); }
 TEST_CASE("rope") { run_group("rope"); }
 TEST_CASE("argmax") { run_group("argmax"); }
 TEST_CASE("set_rows") { run_group("set_rows"); }
+TEST_CASE("kq_mask") { run_group("kq_mask"); }
 TEST_CASE("flash_attn_ext") { run_group("flash_attn_ext"); }
 
 TEST_CASE("case table: names are unique and every case builds a graph") {

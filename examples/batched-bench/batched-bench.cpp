@@ -1,7 +1,7 @@
 // batched-bench - aggregate throughput of B sequences decoded together, like llama.cpp's llama-batched-bench.
 //
 //   batched-bench -m model.gguf [-npp 128,512] [-ntg 128] [-npl 1,8,32,64] [-ngl 99] [-fa 0|1] [-c N] [-b 512]
-//                 [-t N] [-ctk T] [-ctv T] [-pps] [-o md|json]
+//                 [-t N] [-ctk T] [-ctv T] [-pps] [-o md|json] [--profile]
 //
 // For each prompt length PP, generation length TG and parallel count B: the cache is cleared, B prompts of PP
 // random tokens are evaluated (one batch of B x PP tokens, split into n_batch graphs; with -pps one prompt is
@@ -9,7 +9,13 @@
 // sequence in one batch. Columns as llama-batched-bench: N_KV = B x (PP + TG) cells (PP once with -pps),
 // T_PP / S_PP the prompt time and tokens/s (B x PP tokens, PP with -pps), T_TG / S_TG the generation time and
 // aggregate tokens/s (B x TG tokens), T / S the total. One untimed warm-up run first.
+// --profile: after each test's generation, 3 more steps of B tokens (their wall time), then 3 with per-node timing
+// (ggml_backend_sched_set_profile): the median step's slowest nodes, the totals per op against the roofline and the
+// time outside kernels, as bench --profile prints for one sequence (after the table; stderr with -o json). The
+// context gets room for these steps.
+#include "ggml-cost.h"
 #include "llm.h"
+#include "roofline.h"
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +24,7 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -35,6 +42,7 @@ struct params {
     bool shared_prompt = false;
     ggml_type type_k = GGML_TYPE_F16, type_v = GGML_TYPE_F16;
     std::string output = "md";
+    bool profile = false;
 };
 
 void usage(const char * prog) {
@@ -51,7 +59,8 @@ void usage(const char * prog) {
            "  -t N          CPU threads (default: all cores)\n"
            "  -fa 0|1       flash attention (default 0)\n"
            "  -ctk T, -ctv T  KV cache types: f16 (default), f32, q8_0, q4_0\n"
-           "  -o md|json    output format (default md)\n",
+           "  -o md|json    output format (default md)\n"
+           "  --profile     per-node profile of a generation step of each test (B tokens, after its runs)\n",
            prog);
 }
 
@@ -79,6 +88,10 @@ bool parse(int argc, char ** argv, params & p, std::string * err) {
         }
         if (a == "-pps") {
             p.shared_prompt = true;
+            continue;
+        }
+        if (a == "--profile") {
+            p.profile = true;
             continue;
         }
         static const char * with_value[] = {"-m", "-npp", "-ntg", "-npl", "-c", "-b", "-ngl", "-t", "-fa", "-ctk",
@@ -129,10 +142,20 @@ bool parse(int argc, char ** argv, params & p, std::string * err) {
 struct result {
     int pp, tg, b, n_kv;
     double t_pp, t_tg;
+    bool has_profile = false;
+    ggml_profile profile; // --profile: a generation step after the test's TG steps
 };
 
-// One test: returns false with err on a failed decode.
-bool run(llm_context * ctx, int n_vocab, int pp, int tg, int b, bool shared, result * r, std::string * err) {
+constexpr int PROFILE_STEPS = 3; // --profile: steps timed whole, then as many with per-node timing
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// One test: returns false with err on a failed decode. profile: the --profile steps after it.
+bool run(llm_context * ctx, int n_vocab, int pp, int tg, int b, bool shared, bool profile, result * r,
+         std::string * err) {
     std::mt19937 rng(42);
     llm_kv_seq_rm(ctx, -1, 0, -1);
     llm_batch batch;
@@ -151,7 +174,41 @@ bool run(llm_context * ctx, int n_vocab, int pp, int tg, int b, bool shared, res
         if (!llm_decode_batch(ctx, batch, err)) return false;
     }
     const int64_t t2 = ggml_time_us();
-    *r = {pp, tg, b, (shared ? pp : b * pp) + b * tg, (t1 - t0) / 1e6, (t2 - t1) / 1e6};
+    r->pp = pp;
+    r->tg = tg;
+    r->b = b;
+    r->n_kv = (shared ? pp : b * pp) + b * tg;
+    r->t_pp = (t1 - t0) / 1e6;
+    r->t_tg = (t2 - t1) / 1e6;
+    r->has_profile = false;
+    if (!profile) return true;
+    int pos = pp + tg;
+    auto step = [&] {
+        batch.clear();
+        for (int s = 0; s < b; ++s) batch.add((int32_t) (rng() % n_vocab), pos, s, true);
+        ++pos;
+        return llm_decode_batch(ctx, batch, err);
+    };
+    std::vector<double> walls;
+    for (int k = 0; k < PROFILE_STEPS; ++k) {  // the walls first, back to back, as generation runs
+        const int64_t t = ggml_time_us();
+        if (!step()) return false;
+        walls.push_back((double) (ggml_time_us() - t));
+    }
+    ggml_backend_sched_t sched = llm_get_sched(ctx);
+    std::vector<ggml_profile> runs;
+    for (int k = 0; k < PROFILE_STEPS; ++k) {
+        ggml_backend_sched_set_profile(sched, true);
+        const bool ok = step();
+        ggml_backend_sched_set_profile(sched, false);
+        if (!ok) return false;
+        runs.push_back(*ggml_backend_sched_get_profile(sched));
+    }
+    r->profile = ggml_profile_median(runs);
+    r->profile.step_us = median(walls);
+    r->profile.step_what = "llm_decode_batch of " + std::to_string(b) + " token(s), profiling off, median of " +
+                           std::to_string(PROFILE_STEPS);
+    r->has_profile = true;
     return true;
 }
 
@@ -168,7 +225,8 @@ int main(int argc, char ** argv) {
     int need = 0;
     for (int pp : p.npp) {
         for (int tg : p.ntg) {
-            for (int b : p.npl) need = std::max(need, (p.shared_prompt ? pp : b * pp) + b * tg);
+            for (int b : p.npl)
+                need = std::max(need, (p.shared_prompt ? pp : b * pp) + b * (tg + (p.profile ? 2 * PROFILE_STEPS : 0)));
         }
     }
     const int n_ctx = p.n_ctx > 0 ? p.n_ctx : need;
@@ -204,7 +262,7 @@ int main(int argc, char ** argv) {
     int rc = 0;
     result r;
     // warm-up: kernels loaded, buffers grown, graphs captured
-    if (!run(ctx, n_vocab, std::min(p.npp[0], 32), 4, std::min(max_b, 4), false, &r, &err)) {
+    if (!run(ctx, n_vocab, std::min(p.npp[0], 32), 4, std::min(max_b, 4), false, false, &r, &err)) {
         fprintf(stderr, "error: %s\n", err.c_str());
         rc = 1;
     }
@@ -220,7 +278,7 @@ int main(int argc, char ** argv) {
         for (int tg : p.ntg) {
             for (int b : p.npl) {
                 if (rc) break;
-                if (!run(ctx, n_vocab, pp, tg, b, p.shared_prompt, &r, &err)) {
+                if (!run(ctx, n_vocab, pp, tg, b, p.shared_prompt, p.profile, &r, &err)) {
                     fprintf(stderr, "error: PP %d, TG %d, B %d: %s\n", pp, tg, b, err.c_str());
                     rc = 1;
                     break;
@@ -245,6 +303,18 @@ int main(int argc, char ** argv) {
                          {"t", x.t_pp + x.t_tg}, {"speed", (n_pp + n_tg) / (x.t_pp + x.t_tg)}});
         }
         printf("%s\n", j.dump(2).c_str());
+    }
+    if (p.profile) {  // after the table (json: on stderr, stdout stays pure JSON)
+        FILE * info = p.output == "json" ? stderr : stdout;
+        roofline_cache roofs;
+        for (result & x : results) {
+            if (!x.has_profile) continue;
+            roofline_apply(x.profile, p.n_threads > 0 ? p.n_threads : (int) std::thread::hardware_concurrency(), roofs);
+            fprintf(info, "\n### profile: %s, PP %d, TG %d, B %d: a generation step at depth %d..%d\n\n%s\n%s\n%s",
+                    llm_model_desc(model).c_str(), x.pp, x.tg, x.b, x.pp + x.tg, x.pp + x.tg + 2 * PROFILE_STEPS,
+                    ggml_profile_table(x.profile, 20).c_str(), ggml_profile_op_totals(x.profile).c_str(),
+                    ggml_profile_summary(x.profile).c_str());
+        }
     }
     llm_context_free(ctx);
     llm_model_free(model);

@@ -387,6 +387,14 @@ ggml_tensor * ggml_flash_attn_ext(ggml_context * ctx, ggml_tensor * q, ggml_tens
 // query sees only its own sequence's few keys among the n_kv (its mask row is mostly -inf). Kernels then find
 // each query's visible key range from the mask and skip the rest, per query when n_seq is large.
 void          ggml_flash_attn_ext_set_seqs(ggml_tensor * fa, int n_seq, bool shared);
+// The attention mask of a batch from its KV cache cells: cells i32 [3, n_kv] (each cell's position, then its
+// sequence bits 0..31 and 32..63), seq and pos i32 [n_tokens] (each token's sequence id 0..63 and position).
+//   -> type (f16 or f32) [n_kv, n_tokens]: 0 where token i may see cell j (the cell holds sequence seq[i] at a
+//   position <= pos[i]), -inf elsewhere.
+// What crosses to a GPU per step is then 12 bytes a cell and 8 a token instead of the whole mask (a 64-sequence
+// decode at 40k cells: 0.5 MB against 5.2 MB, and no n_kv x n_tokens pass on the host).
+ggml_tensor * ggml_kq_mask(ggml_context * ctx, ggml_tensor * cells, ggml_tensor * seq, ggml_tensor * pos,
+                           ggml_type type);
 // The element-wise sum of a (f32, contiguous) over the ranks of comm (ggml-backend.h): every rank's graph has one
 // such node with its own rank, run at the same time (a thread or process per rank); each rank's result is the same
 // sum, added in rank order. The tensor-parallel split (llm, -sm row) reduces its partial projections this way.

@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <map>
 
-static_assert(GGML_OP_COUNT == 23, "a new op needs its cost here (ggml_op_cost)");
+static_assert(GGML_OP_COUNT == 24, "a new op needs its cost here (ggml_op_cost)");
 
 const char * ggml_peak_class_name(ggml_peak_class c) {
     switch (c) {
@@ -146,6 +146,8 @@ ggml_cost ggml_op_cost(const ggml_tensor * t) {
             return cost_map(t, 0);
         case GGML_OP_ALL_REDUCE: // the local input and result; what crosses the link is not counted
             return cost_map(t, 1);
+        case GGML_OP_KQ_MASK: // (cells and tokens read whole: each thread's part is cached)
+            return cost_map(t, 2);
         case GGML_OP_RMS_NORM:
             return cost_map(t, 3); // square-accumulate (2), scale (1)
         case GGML_OP_ROPE:

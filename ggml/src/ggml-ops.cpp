@@ -8,6 +8,7 @@
 //   PERMUTE        i32[0..3] = axes
 //   FLASH_ATTN_EXT f32[0] = scale, i32[1] = causal_n_past (-1: none)
 //   ALL_REDUCE     i32[0] = rank, i32[2..3] = the ggml_comm pointer
+//   KQ_MASK        (none: the result's type is f16 or f32)
 #include "ggml-comm.h"
 #include "ggml-impl.h"
 
@@ -265,6 +266,18 @@ ggml_tensor * ggml_flash_attn_ext(ggml_context * ctx, ggml_tensor * q, ggml_tens
     ggml_set_op_params_f32(t, 0, scale);
     ggml_set_op_params_i32(t, 1, causal_n_past);
     return t;
+}
+
+// ---- attention mask ---------------------------------------------------------------------------
+ggml_tensor * ggml_kq_mask(ggml_context * ctx, ggml_tensor * cells, ggml_tensor * seq, ggml_tensor * pos,
+                           ggml_type type) {
+    GGML_ASSERT(type == GGML_TYPE_F16 || type == GGML_TYPE_F32);
+    GGML_ASSERT(cells->type == GGML_TYPE_I32 && seq->type == GGML_TYPE_I32 && pos->type == GGML_TYPE_I32);
+    GGML_ASSERT(cells->ne[0] == 3 && ggml_nrows(cells) == cells->ne[1] && ggml_is_contiguous(cells));
+    GGML_ASSERT(ggml_nelements(seq) == seq->ne[0] && ggml_nelements(pos) == pos->ne[0] && seq->ne[0] == pos->ne[0]);
+    GGML_ASSERT(ggml_is_contiguous(seq) && ggml_is_contiguous(pos));
+    const int64_t ne[4] = {cells->ne[1], seq->ne[0], 1, 1}; // [n_kv, n_tokens]
+    return new_op(ctx, GGML_OP_KQ_MASK, type, ne, cells, seq, pos);
 }
 
 // ---- all-reduce ----------------------------------------------------------------------------------

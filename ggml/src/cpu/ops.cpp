@@ -69,6 +69,9 @@ bool ggml_cpu_supports_op(const ggml_tensor * dst) {
             return s0 && is_f32(s0) && dst->type == GGML_TYPE_I32;
         case GGML_OP_ALL_REDUCE:
             return s0 && is_f32(s0) && ggml_is_contiguous(s0) && ggml_all_reduce_comm(dst)->kind == GGML_COMM_HOST;
+        case GGML_OP_KQ_MASK:
+            return s0 && s1 && s2 && s0->type == GGML_TYPE_I32 && s1->type == GGML_TYPE_I32 &&
+                   s2->type == GGML_TYPE_I32 && is_f32_f16(dst) && ggml_is_contiguous(dst);
         case GGML_OP_FLASH_ATTN_EXT:
             return s0 && s1 && s2 && is_f32(s0) && is_kv_type(s1) && is_kv_type(s2) && (!s3 || is_f32_f16(s3)) &&
                    s1->nb[0] == ggml_type_size(s1->type) && s2->nb[0] == ggml_type_size(s2->type) &&
@@ -135,6 +138,9 @@ void ggml_cpu_compute_node(const ggml_cpu_params & p, ggml_tensor * dst) {
             return;
         case GGML_OP_ALL_REDUCE:
             ggml_cpu_op_all_reduce(p, dst);
+            return;
+        case GGML_OP_KQ_MASK:
+            ggml_cpu_op_kq_mask(p, dst);
             return;
         case GGML_OP_FLASH_ATTN_EXT:
             ggml_cpu_op_flash_attn_ext(p, dst);

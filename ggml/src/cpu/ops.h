@@ -72,6 +72,7 @@ GGML_CPU_OP(rms_norm);       // norm.cpp
 GGML_CPU_OP(mul_mat);        // mul_mat.cpp (vec_dot.cpp holds the SIMD dots)
 GGML_CPU_OP(argmax);         // argmax.cpp
 GGML_CPU_OP(all_reduce);     // all_reduce.cpp
+GGML_CPU_OP(kq_mask);        // kq_mask.cpp
 GGML_CPU_OP(flash_attn_ext); // flash_attn.cpp
 #undef GGML_CPU_OP
 

@@ -10,6 +10,7 @@
 #include "dq-ahead.cuh"
 #include "fattn.cuh"
 #include "getrows.cuh"
+#include "kq-mask.cuh"
 #include "ggml-cuda.h"
 #include "mmq.cuh"
 #include "mmvq.cuh"
@@ -422,6 +423,9 @@ static void run_node(ggml_cuda_context & ctx, ggml_tensor * t) {
             break;
         case GGML_OP_ALL_REDUCE:
             ggml_cuda_op_all_reduce(ctx, t);
+            break;
+        case GGML_OP_KQ_MASK:
+            ggml_cuda_op_kq_mask(ctx, t);
             break;
         case GGML_OP_FLASH_ATTN_EXT:
             ggml_cuda_op_flash_attn_ext(ctx, t);
@@ -1310,6 +1314,9 @@ static bool cuda_backend_supports_op(ggml_backend_t backend, const ggml_tensor *
             return is_f(a->type);
         case GGML_OP_ARGMAX:
             return a->type == GGML_TYPE_F32;
+        case GGML_OP_KQ_MASK:
+            return a->type == GGML_TYPE_I32 && b->type == GGML_TYPE_I32 && t->src[2]->type == GGML_TYPE_I32 &&
+                   is_f(t->type) && ggml_is_contiguous(t) && t->ne[1] <= 65535;
         case GGML_OP_ALL_REDUCE: { // an NCCL communicator whose rank is this backend's device
             const ggml_comm * comm = ggml_all_reduce_comm(t);
             const int rank = ggml_get_op_params_i32(t, 0);
