@@ -16,6 +16,7 @@
 #include "ggml-cost.h"
 #include "llm.h"
 #include "roofline.h"
+#include "stats.h"
 
 #include <nlohmann/json.hpp>
 
@@ -24,7 +25,6 @@
 #include <cstdlib>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace {
@@ -147,11 +147,6 @@ struct result {
 };
 
 constexpr int PROFILE_STEPS = 3; // --profile: steps timed whole, then as many with per-node timing
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0 : v[v.size() / 2];
-}
 
 // One test: returns false with err on a failed decode. profile: the --profile steps after it.
 bool run(llm_context * ctx, int n_vocab, int pp, int tg, int b, bool shared, bool profile, result * r,
@@ -309,7 +304,7 @@ int main(int argc, char ** argv) {
         roofline_cache roofs;
         for (result & x : results) {
             if (!x.has_profile) continue;
-            roofline_apply(x.profile, p.n_threads > 0 ? p.n_threads : (int) std::thread::hardware_concurrency(), roofs);
+            roofline_apply(x.profile, p.n_threads, roofs);
             fprintf(info, "\n### profile: %s, PP %d, TG %d, B %d: a generation step at depth %d..%d\n\n%s\n%s\n%s",
                     llm_model_desc(model).c_str(), x.pp, x.tg, x.b, x.pp + x.tg, x.pp + x.tg + 2 * PROFILE_STEPS,
                     ggml_profile_table(x.profile, 20).c_str(), ggml_profile_op_totals(x.profile).c_str(),

@@ -24,6 +24,7 @@
 #include "ggml-backend.h"
 #include "ggml.h"
 #include "membw.h"
+#include "stats.h"
 
 #include <algorithm>
 #include <array>
@@ -41,11 +42,6 @@
 namespace {
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
 
 struct mv_result {
     double ms, gbs, max_rel_err;

@@ -26,6 +26,7 @@
 #include "membw.h"
 #include "model-info.h"
 #include "roofline.h"
+#include "stats.h"
 #ifdef GGML_USE_CUDA
 #include "ggml-cuda.h"
 #endif
@@ -278,11 +279,6 @@ bool decode_random(llm_context * ctx, int n, int n_vocab, std::mt19937 & rng, bo
         (void) llm_argmax_last(ctx);
     }
     return true;
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0 : v[v.size() / 2];
 }
 
 // --profile, after a test's timed runs: max(3, r) steps where the context has room (a tg token, or a pp graph of

@@ -3,6 +3,7 @@
 
 #include "ggml-backend.h"
 #include "ggml.h"
+#include "stats.h"
 
 #include <algorithm>
 #include <atomic>
@@ -20,11 +21,6 @@
 namespace {
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
 
 // Run fn(ith) on nth threads; returns wall seconds from a common start to the last finish.
 template <typename F> double run_threads(int nth, F fn) {

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -53,6 +54,7 @@ double cpu_mul_mat_gflops(ggml_backend_t cpu, ggml_type type, int reps) {
 } // namespace
 
 ggml_roofline roofline_cpu(int n_threads, size_t probe_bytes) {
+    if (n_threads <= 0) n_threads = (int) std::max(1u, std::thread::hardware_concurrency());
     ggml_roofline r;
     {
         membw_probe probe(probe_bytes > 0 ? probe_bytes : membw_probe_bytes());

@@ -18,6 +18,7 @@
 // membw_probe_bytes()); peak per class = the best of a few timed mat-muls on the CPU backend with n_threads, a
 // [K 2048, M 512] weight of f32 / f16 / q8_0 times a [2048, 256] f32 batch (the kernels' own peak, not the FMA
 // units': int8 dots and tiles reach more or less than an f32 FMA loop would say). About a second.
+// n_threads <= 0: all cores.
 ggml_roofline roofline_cpu(int n_threads, size_t probe_bytes = 0);
 // CUDA device: bandwidth = ggml_backend_cuda_copy_bandwidth_gbs (device-to-device copy, read + written), peaks =
 // ggml_backend_cuda_peak_tflops (device properties). False when built without CUDA or no such device.

@@ -18,6 +18,7 @@
 #include "ggml.h"
 #include "llm.h"
 #include "roofline.h"
+#include "stats.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -25,7 +26,6 @@
 #include <cstring>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace {
@@ -111,11 +111,6 @@ struct profile_opts {
     int n_threads = 0; // 0: all cores
     int top = 25;      // rows of the top-nodes table
 };
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0 : v[v.size() / 2];
-}
 
 bool decode_random(llm_context * ctx, int n, std::mt19937 & rng, int n_vocab, std::string & err) {
     std::vector<int32_t> toks(n);
@@ -207,7 +202,7 @@ int dump_model(const std::string & model_path, int n_tokens, int ngl, int n_ctx,
         }
         if (ok) {
             roofline_cache roofs;
-            roofline_apply(prof, cp.n_threads > 0 ? cp.n_threads : (int)std::thread::hardware_concurrency(), roofs);
+            roofline_apply(prof, cp.n_threads, roofs);
             ggml_dump_info info;
             info.sched = llm_get_sched(ctx);
             info.profile = &prof;
