@@ -13,6 +13,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include "doctest_cstr.h"
 #include <map>
 #include <set>
@@ -1977,6 +1978,68 @@ TEST_CASE("decode attention: splits merged by the last block; output quantized f
       }
     }
     ggml_backend_free(plain);
+}
+TEST_CASE("decode attention: first tiles requested before the wait, never the cell the same step writes") {
+    // SET_ROWS of one token's k / v into the caches, then its attention over them (a Llama 3 decode step, GQA 4, four
+    // KV splits). The warps' first tiles are copied before griddepcontrol.wait (fattn-mma.cu), except a warp whose
+    // first tiles hold the written cell. k is 4x the query, so that the new key takes ~all the weight: had its row
+    // been copied before the store, the output would be the old row's value, not v's.
+    backends be;
+    const int64_t D = 128, hq = 8, hk = 2, n_kv = 2048, n_ctx = n_kv + 16;
+    std::vector<float> r(D);
+    uint64_t h = 7;
+    for (float & x : r) {
+        h = h * 6364136223846793005ull + 1442695040888963407ull;
+        x = (float)((h >> 40) % 2001) / 1000.0f - 1.0f;
+    }
+    auto f32_bytes = [](const std::vector<float> & v) {
+        std::vector<uint8_t> b(v.size() * 4);
+        std::memcpy(b.data(), v.data(), b.size());
+        return b;
+    };
+    std::vector<float> q, k;
+    for (int i = 0; i < hq; ++i)
+        q.insert(q.end(), r.begin(), r.end());
+    for (int i = 0; i < hk; ++i)
+        for (float x : r)
+            k.push_back(4.0f * x);
+    cudaDeviceProp prop;
+    REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
+    // split 0 warp 0's first tile, warp 5's; split 1 warp 2's second (q8_0: 2 tiles early, f16: 1); none's
+    for (ggml_type ct : {GGML_TYPE_F16, GGML_TYPE_Q8_0}) {
+        int n_early = 0; // launches with early tiles: counted where dispatched (eager or captured), not per replay
+        for (int32_t cell : {7, 83, 512 + 128 + 32 + 9, 300, (int32_t)n_kv - 1}) {
+            const std::string name = std::string("early tiles, ") + ggml_type_name(ct) + " cache, cell " +
+                                     std::to_string(cell);
+            auto build = [=](ggml_context *, ggml_context * cg, ggml_cgraph * gf) {
+                ggml_tensor * kc = leaf(cg, ct, D * hk, n_ctx, 1, "kc");
+                ggml_tensor * vc = leaf(cg, ct, D * hk, n_ctx, 1, "vc");
+                ggml_tensor * c1 = leaf(cg, GGML_TYPE_I32, 1, 1, 1, "cell");
+                ggml_build_forward_expand(gf, ggml_set_rows(cg, kc, leaf(cg, GGML_TYPE_F32, D * hk, 1, 1, "kcur"), c1));
+                ggml_build_forward_expand(gf, ggml_set_rows(cg, vc, leaf(cg, GGML_TYPE_F32, D * hk, 1, 1, "vcur"), c1));
+                const size_t rs = ggml_row_size(ct, D);
+                ggml_tensor * kv = ggml_view_3d(cg, kc, D, n_kv, hk, kc->nb[1], rs, 0);
+                ggml_tensor * vv = ggml_view_3d(cg, vc, D, n_kv, hk, vc->nb[1], rs, 0);
+                ggml_tensor * qv = ggml_permute(cg, leaf(cg, GGML_TYPE_F32, D, hq, 1, "q"), 0, 2, 1, 3);
+                ggml_tensor * m = leaf(cg, GGML_TYPE_F16, n_kv, 1, 1, "cmaskx"); // row 0: every key visible
+                return std::vector<ggml_tensor *>{ggml_flash_attn_ext(cg, qv, kv, vv, m, 1.0f / std::sqrt((float)D), -1)};
+            };
+            fill_map fl = {{"q", f32_bytes(q)}, {"kcur", f32_bytes(k)}, {"cell", std::vector<uint8_t>(4)}};
+            std::memcpy(fl["cell"].data(), &cell, 4);
+            const layer_result want = run_layer(be.cpu, build, 5, false, fl);
+            const int n0 = ggml_backend_cuda_get_fattn_early_count(be.cuda);
+            const layer_result got = run_layer(be.cuda, build, 5, false, fl);
+            const int n1 = ggml_backend_cuda_get_fattn_early_count(be.cuda);
+            const double e = got.ok && want.ok ? backend_case_nmse(got.values, want.values) : INFINITY;
+            INFO(name, " nmse ", e, ", early launches ", n1 - n0);
+            CHECK(want.ok);
+            CHECK(got.ok);
+            CHECK(e <= 1e-4);
+            n_early += n1 - n0;
+        }
+        INFO(ggml_type_name(ct), " cache: launches with early tiles ", n_early);
+        if (prop.major >= 9) CHECK(n_early > 0); // (with PDL: sm_90+; none with GGML_CUDA_FATTN_EARLY=0)
+    }
 }
 TEST_CASE("context shift on a q8_0/q4_0 K cache: get_rows, rope, and the rows stored back (set_rows or cpy)") {
     // llm_kv_cache's shift graph: the moved cells' keys dequantized (GET_ROWS), rotated (ROPE), quantized back in

@@ -44,6 +44,10 @@ void ggml_backend_cuda_get_graph_stats(ggml_backend_t backend, int * n_replay, i
 // Prompt GEMMs of a CUDA backend since init whose quantized weight was dequantized to f16 ahead, on a second stream
 // (dq-ahead.cuh; GGML_CUDA_NO_DQ_AHEAD=1, read at init, turns it off).
 int ggml_backend_cuda_get_dq_ahead_count(ggml_backend_t backend);
+// Decode attention launches of a CUDA backend since init (eager or captured) whose warps requested their first K/V
+// tiles before the wait on the kernel ahead: one token whose K/V cells the same graph writes from an input
+// (GGML_CUDA_FATTN_EARLY=0, read at init, turns it off).
+int ggml_backend_cuda_get_fattn_early_count(ggml_backend_t backend);
 // Batched-decode GEMMs a CUDA backend has launched on Hopper's warpgroup MMA since init, eagerly or into a captured
 // graph (mmq-w.cuh: 33..64 columns by default, GGML_CUDA_MMQ_WG_N; 0 where the device or the build has no sm_90a
 // kernel).

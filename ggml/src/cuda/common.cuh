@@ -158,6 +158,12 @@ struct ggml_cuda_context {
     bool use_mmv_norm = true; // fusion code 12 (ggml-cuda.cu); GGML_CUDA_NO_MMV_NORM=1: off
     bool use_mmv_rope = true; // fusion codes 13 / 14 (ggml-cuda.cu); GGML_CUDA_NO_MMV_ROPE=1: off
     bool use_pdl = false;     // programmatic dependent launch (sm_90+, not GGML_CUDA_NO_PDL): see ggml_cuda_launch
+    // FLASH_ATTN_EXT nodes of the graph being run whose K and V caches this step writes at the cells of one graph input
+    // (node, cells), for the decode attention's early tiles (ggml_cuda_fattn_plan_early); with PDL, and not with
+    // GGML_CUDA_FATTN_EARLY=0 (an A/B)
+    std::vector<std::pair<const ggml_tensor *, const ggml_tensor *>> fa_wcells;
+    bool use_fattn_early = false;
+    int n_fattn_early = 0; // decode attention launches that requested their first tiles early (eager or captured)
     bool mmvq_v1 = false;     // GGML_CUDA_MMVQ_V1=1: the first mmvq kernel (for comparisons)
     int mmvq_u = 2;           // GGML_CUDA_MMVQ=5: v5 kernel for N = 1; =2/4/8: v6 with that many loads in flight
     // rows per warp of the quantized-weight mat-vecs of mmvq-t.cuh (N = 1) and groups (GGML_CUDA_QT_RPW=1|2|4), of

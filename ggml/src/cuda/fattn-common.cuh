@@ -32,6 +32,10 @@ struct fa_params {
     int exact;     // per_token, or one token: a token whose range is exact (fattn-range.cuh) reads no mask (0 with
                    // GGML_CUDA_FATTN_EXACT=0, an A/B; fattn_token_exact)
     int lean;      // tensor-core decode kernel: lean tiles (fattn-mma.cu; 0 with GGML_CUDA_FATTN_LEAN=0, an A/B)
+    // tensor-core decode kernel, one token (swapped form): the KV cell this step writes (a graph input, uploaded before
+    // the graph ran), so that its warps request their first tiles before griddepcontrol.wait (fattn-mma.cu); nullptr:
+    // after the wait (ggml_cuda_fattn_plan_early)
+    const int * wcells;
 #ifdef GGML_CUDA_FATTN_TRACE
     int trace; // tensor-core decode kernel: print its per-block timeline (fattn-trace.cuh)
 #endif

@@ -593,8 +593,14 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
     half * Ts = (half *)(Wsm + NS * C::stage_bytes);     // Q8: the widened tile [2][BN][LD]
     char * Ms = (char *)fm_smem + W * C::warp_bytes + warp * NS * C::mask_bytes; // [NS][FMD_MT][BN]
     FA_TRACE(p, threadIdx.x == 0, FA_TR_ENTRY);
-    pdl_start();
-    FA_TRACE(p, threadIdx.x == 0, FA_TR_WAIT);
+    // early: the warps' first tiles requested before griddepcontrol.wait (see the prologue below)
+    const bool early = SW && p.wcells != nullptr;
+    if (early) {
+        pdl_trigger();
+    } else {
+        pdl_start();
+        FA_TRACE(p, threadIdx.x == 0, FA_TR_WAIT);
+    }
     const int hk = blockIdx.y, split = blockIdx.z;
     const int n_q = p.n_tokens * p.r; // <= 16 (SW: <= 8)
     const int mes = p.mask_f16 ? 2 : 4;
@@ -602,13 +608,7 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
     // one_row (swapped form, p.lean): one token, one mask row for every head, no causal limit (see the lean tiles)
     const bool one_row =
         SW && p.lean && p.n_tokens == 1 && p.causal_n_past < 0 && (!p.mask || (p.ms.ne[2] == 1 && p.ms.ne[3] == 1));
-    // one token whose range is exact (fattn_decode_ranges): the range is the mask, nothing to stage or add
-    const bool exact1 = p.n_tokens == 1 && fattn_token_exact(p, 0);
-    const bool mask_stage = !exact1 && p.mask && p.n_tokens <= FMD_MT && p.ms.ne[2] == 1 && p.ms.ne[3] == 1 &&
-                            p.ms.nb[0] == es && p.ms.nb[1] % 16 == 0 && (uintptr_t)p.mask % 16 == 0;
-
     int t[2], h[2], last[2];
-    const char * mrow[2];
 #pragma unroll
     for (int i = 0; i < 2; ++i) { // this thread's queries: rows g, g + 8 of A; SW: columns 2c, 2c + 1 of B
         const int qi = SW ? 2 * c + i : g + 8 * i;
@@ -616,14 +616,31 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
         t[i] = qq / p.r;
         h[i] = hk * p.r + qq % p.r;
         last[i] = p.causal_n_past >= 0 ? p.causal_n_past + t[i] : INT_MAX;
-        mrow[i] = p.mask && !exact1 ? p.mask + t[i] * p.ms.nb[1] + (h[i] % p.ms.ne[2]) * p.ms.nb[2] : nullptr;
     }
+    // one token whose range is exact (fattn_decode_ranges): the range is the mask, nothing to stage or add. The
+    // ranges are written by a kernel of this step: read after the wait.
+    bool exact1 = false, mask_stage = false;
+    const char * mrow[2] = {nullptr, nullptr};
+    auto mask_setup = [&] {
+        exact1 = p.n_tokens == 1 && fattn_token_exact(p, 0);
+        mask_stage = !exact1 && p.mask && p.n_tokens <= FMD_MT && p.ms.ne[2] == 1 && p.ms.ne[3] == 1 &&
+                     p.ms.nb[0] == es && p.ms.nb[1] % 16 == 0 && (uintptr_t)p.mask % 16 == 0;
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+            mrow[i] = p.mask && !exact1 ? p.mask + t[i] * p.ms.nb[1] + (h[i] % p.ms.ne[2]) * p.ms.nb[2] : nullptr;
+    };
     float qv[SW ? D / 4 : 1]; // SW: the query values, requested before the block's key range and first tiles
-    if constexpr (SW) fmd_sw_qload<D, Q8>(p, hk, g, c, qv);
     int kv_lo, kv1;
-    fattn_block_keys(p, split, 0, p.n_tokens - 1, kv_lo, kv1);
+    if (early) { // the split's keys; the visible range (p.ranges) narrows them after the wait
+        kv_lo = split * p.kv_per_split;
+        kv1 = min(p.n_kv, kv_lo + p.kv_per_split);
+    } else {
+        mask_setup();
+        if constexpr (SW) fmd_sw_qload<D, Q8>(p, hk, g, c, qv);
+        fattn_block_keys(p, split, 0, p.n_tokens - 1, kv_lo, kv1);
+    }
     if (p.causal_n_past >= 0) kv1 = min(kv1, p.causal_n_past + p.n_tokens); // the last token's last key + 1
-    const int tb = kv_lo & ~(BN - 1); // tiles start BN-aligned (staged mask chunks are 16-byte aligned)
+    int tb = kv_lo & ~(BN - 1); // tiles start BN-aligned (staged mask chunks are 16-byte aligned)
     const char * kb = p.k + hk * p.ks.nb[2];
     const char * vb = p.v + hk * p.vs.nb[2];
     const int64_t ks = p.ks.nb[1], vs = p.vs.nb[1];
@@ -645,6 +662,18 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
     }
     const int nk = cl == PC - 1 ? kp + C::RB - 16 * (PC - 1) : 16; // q8_0: bytes of this lane's piece of a K row
     const int nv = cl == PC - 1 ? vp + C::RB - 16 * (PC - 1) : 16; // (of a V row)
+    auto load_mask = [&](int key0, int st) { // the tokens' mask rows of a tile, staged with it
+        if (key0 < kv1 && mask_stage) {
+            const int mch = BN * mes / 16; // 16-byte chunks per token
+            for (int e = lane; e < p.n_tokens * mch; e += 32) {
+                const int tt = e / mch, ch = e % mch;
+                const int k0 = key0 + ch * (16 / mes);
+                const int n = max(0, min(16, (p.n_kv - k0) * mes));
+                cp_async16n(Ms + ((st * FMD_MT + tt) * BN) * mes + ch * 16,
+                            p.mask + (int64_t)tt * p.ms.nb[1] + (int64_t)(n > 0 ? k0 : 0) * mes, n);
+            }
+        }
+    };
     auto load_tile = [&](int key0, int st) { // keys past kv1 repeat row kv1 - 1 (finite; their weight is 0)
         if (key0 < kv1 && lean_ld && key0 + BN <= kv1) {
             if (jl < R) { // q8_0: the last lanes have no piece
@@ -696,24 +725,57 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
                 }
             }
         }
-        if (key0 < kv1 && mask_stage) {
-            const int mch = BN * mes / 16; // 16-byte chunks per token
-            for (int e = lane; e < p.n_tokens * mch; e += 32) {
-                const int tt = e / mch, ch = e % mch;
-                const int k0 = key0 + ch * (16 / mes);
-                const int n = max(0, min(16, (p.n_kv - k0) * mes));
-                cp_async16n(Ms + ((st * FMD_MT + tt) * BN) * mes + ch * 16,
-                            p.mask + (int64_t)tt * p.ms.nb[1] + (int64_t)(n > 0 ? k0 : 0) * mes, n);
-            }
-        }
+        load_mask(key0, st);
         cp_async_commit(); // an empty group past kv1 keeps the count
     };
 
     const int mat = lane / 8, mi = lane % 8; // ldmatrix: this lane's row address is row mi of matrix mat
-    const int step = W * BN, key_w = tb + warp * BN;
+    const int step = W * BN;
+    int key_w = tb + warp * BN;
+    if (early) {
+        // The decode of one token (p.wcells, fattn.cu): the K/V rows of earlier steps do not depend on the kernels
+        // ahead, so each warp requests its first NS - 1 tiles of the split before griddepcontrol.wait, while the
+        // q/k/v kernel ahead finishes, unless one of them holds the cell this step writes (wcells: a graph input,
+        // uploaded before the graph ran). After the wait the ranges give the block's keys: first tiles that moved
+        // are requested again. H200, Llama-3-8B q8_0 at depth 16384 (per-block %globaltimer stamps): the first
+        // tile came 6.2 us (q8_0 cache) / 7.6 us (f16) after the wait, 4.0 / 5.3 with these requests; tg32 +1.1% /
+        // +1.0% (+3.6% / +2.4% in a lab form on another machine; docs/perf.md, thirty-fifth session).
+        const int wc = __ldcg(p.wcells);
+        bool mine = true; // none of this warp's first tiles holds the written cell
 #pragma unroll
-    for (int s = 0; s < NS - 1; ++s)
-        load_tile(key_w + s * step, s);
+        for (int s = 0; s < NS - 1; ++s)
+            mine = mine && (wc < key_w + s * step || wc >= key_w + s * step + BN);
+        if (mine)
+#pragma unroll
+            for (int s = 0; s < NS - 1; ++s)
+                load_tile(key_w + s * step, s); // K and V only: mask_stage is still false
+        pdl_wait();
+        FA_TRACE(p, threadIdx.x == 0, FA_TR_WAIT);
+        mask_setup();
+        if constexpr (SW) fmd_sw_qload<D, Q8>(p, hk, g, c, qv);
+        fattn_block_keys(p, split, 0, p.n_tokens - 1, kv_lo, kv1);
+        if (p.causal_n_past >= 0) kv1 = min(kv1, p.causal_n_past + p.n_tokens);
+        if (!mine || (kv_lo & ~(BN - 1)) != tb) { // (tiles of other keys: wait for them, their stages are reused)
+            if (mine) cp_async_wait<0>();
+            __syncwarp();
+            tb = kv_lo & ~(BN - 1);
+            key_w = tb + warp * BN;
+#pragma unroll
+            for (int s = 0; s < NS - 1; ++s)
+                load_tile(key_w + s * step, s);
+        } else if (mask_stage) { // the mask rows of the tiles requested early, before the loop reads any
+#pragma unroll
+            for (int s = 0; s < NS - 1; ++s)
+                load_mask(key_w + s * step, s);
+            cp_async_commit();
+            cp_async_wait<0>();
+            __syncwarp();
+        }
+    } else {
+#pragma unroll
+        for (int s = 0; s < NS - 1; ++s)
+            load_tile(key_w + s * step, s);
+    }
     if constexpr (SW) {
         fmd_sw_loop<D, W, NS, Q8>(p, Wsm, Ms, load_tile, key_w, kv_lo, kv1, t, last, mrow, mask_stage, one_row, kp, vp,
                                   hk, split, qv);

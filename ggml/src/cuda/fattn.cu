@@ -13,6 +13,7 @@
 #include "quantize.cuh"
 #include "softmax.cuh"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <type_traits>
@@ -650,12 +651,55 @@ static bool fattn_take_side(fa_params & p, const fa_side & side, const ggml_tens
     return take;
 }
 
+void ggml_cuda_fattn_plan_early(ggml_cuda_context & ctx, const ggml_cgraph * gf) {
+    ctx.fa_wcells.clear();
+    if (!ctx.use_fattn_early) return;
+    auto base = [](const ggml_tensor * t) {
+        while (t->view_src)
+            t = t->view_src;
+        return t;
+    };
+    std::vector<std::pair<const ggml_tensor *, const ggml_tensor *>> stores; // cache -> cells written (nullptr: several)
+    for (int i = 0; i < gf->n_nodes; ++i) {
+        const ggml_tensor * t = gf->nodes[i];
+        if (t->view_src && !ggml_is_view_op(t->op)) { // a node that writes into a tensor: SET_ROWS, CPY, ...
+            const ggml_tensor * cache = base(t);
+            // SET_ROWS at cells the host uploaded (an input, not computed here: readable before griddepcontrol.wait);
+            // any other writer leaves the cache without early tiles (nullptr)
+            const ggml_tensor * c = t->op == GGML_OP_SET_ROWS ? t->src[2] : nullptr;
+            const ggml_tensor * cells = c && c->op == GGML_OP_NONE && !c->view_src ? c : nullptr;
+            auto it = std::find_if(stores.begin(), stores.end(), [&](const auto & e) { return e.first == cache; });
+            if (it == stores.end()) stores.push_back({cache, cells});
+            else if (it->second != cells) it->second = nullptr;
+        } else if (t->op == GGML_OP_FLASH_ATTN_EXT) {
+            const ggml_tensor * ck = nullptr, * cv = nullptr;
+            for (const auto & e : stores) {
+                if (e.first == base(t->src[1])) ck = e.second;
+                if (e.first == base(t->src[2])) cv = e.second;
+            }
+            if (ck && ck == cv) ctx.fa_wcells.push_back({t, ck});
+        }
+    }
+}
+
+// The cell of the KV caches that this step writes, for a decode of one token on a cache of one sequence whose stores
+// the graph holds (ggml_cuda_fattn_plan_early): the tensor-core decode kernel's warps then request their first tiles
+// before the wait (fattn-mma.cu). nullptr otherwise.
+static const int * fattn_early_cell(ggml_cuda_context & ctx, const fa_params & p, const ggml_tensor * dst) {
+    if (p.n_tokens != 1 || p.r > 8 || ggml_get_op_params_i32(dst, 3)) return nullptr; // (a shared cache: 3)
+    for (const auto & e : ctx.fa_wcells)
+        if (e.first == dst) return ggml_nelements(e.second) == 1 ? (const int *)e.second->data : nullptr;
+    return nullptr;
+}
+
 // The tensor-core decode kernel (fattn-mma.cu) on f16 or (q8) q8_0 K/V, writing side where it can (fattn_take_side;
 // the quantized output needs D % 32 == 0). Returns whether it did.
 static bool fattn_mma_dec(ggml_cuda_context & ctx, fa_params & p, bool q8, const fa_side & side,
                           const ggml_tensor * dst) {
     int W = 0, S = 0;
     size_t smem = 0;
+    p.wcells = fattn_early_cell(ctx, p, dst);
+    if (p.wcells) ++ctx.n_fattn_early;
     const fattn_vec_fn fn = ggml_cuda_fattn_mma_dec(p.D, q8, p.n_tokens * p.r, fattn_dec_cfg(), ctx.device, W, S, smem);
     static const bool no_lean =
         std::getenv("GGML_CUDA_FATTN_LEAN") && std::atoi(std::getenv("GGML_CUDA_FATTN_LEAN")) == 0;

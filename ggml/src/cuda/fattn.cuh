@@ -15,6 +15,9 @@
 #define FATTN_MAX_D 256
 
 GGML_CUDA_OP(flash_attn_ext);
+// Before a graph runs: which of its FLASH_ATTN_EXT nodes read K and V caches that the graph writes (SET_ROWS) at the
+// cells of one input tensor, into ctx.fa_wcells (the decode attention then requests its first tiles early).
+void ggml_cuda_fattn_plan_early(ggml_cuda_context & ctx, const ggml_cgraph * gf);
 // The same, and where the decode kernel runs (contiguous dst) also its output quantized for the repacked q8_0
 // mat-vec that reads it as [D * n_head, n_tokens] rows (quantize.cuh's split layout, pool memory); nullptr when
 // not (the output is then only written as f32).

@@ -1099,6 +1099,7 @@ static ggml_status cuda_graph_compute_impl(ggml_backend_t backend, ggml_cgraph *
     if (ctx.use_graphs) ctx.graphs->last_plan_id = 0;
     std::vector<uint8_t> fused;
     plan_fusions(ctx, gf, fused);
+    ggml_cuda_fattn_plan_early(ctx, gf);
     if (ctx.prof && !hp) return profile_graph(ctx, gf, fused);
 
     if (!capturable) {
@@ -1212,6 +1213,7 @@ static ggml_status cuda_graph_compute_profile(ggml_backend_t backend, ggml_cgrap
     CUDA_CHECK(cudaSetDevice(ctx.device));
     std::vector<uint8_t> fused;
     plan_fusions(ctx, gf, fused);
+    ggml_cuda_fattn_plan_early(ctx, gf);
     if (ctx.use_graphs) ctx.graphs->last_id = 0; // the next call looks its graph up again
     ctx.pool.reset();
     ctx.qcache = ctx.hcache = ctx.wcache = ctx.rcache = {};
@@ -1428,6 +1430,8 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
     ctx->graph_full_check = std::getenv("GGML_CUDA_GRAPH_FULL_CHECK") != nullptr;
     ctx->graph_verify = std::getenv("GGML_CUDA_GRAPH_VERIFY") != nullptr;
     ctx->use_pdl = prop.major >= 9 && std::getenv("GGML_CUDA_NO_PDL") == nullptr;
+    ctx->use_fattn_early =
+        ctx->use_pdl && !(std::getenv("GGML_CUDA_FATTN_EARLY") && atoi(std::getenv("GGML_CUDA_FATTN_EARLY")) == 0);
     ctx->mmvq_v1 = std::getenv("GGML_CUDA_MMVQ_V1") != nullptr;
     ctx->twice_mask = twice_mask_of(std::getenv("GGML_CUDA_TWICE"));
     if (const char * rpw = std::getenv("GGML_CUDA_QT_RPW")) ctx->qt_rpw = atoi(rpw) == 1 ? 1 : atoi(rpw) == 4 ? 4 : 2;
@@ -1489,6 +1493,11 @@ void ggml_backend_cuda_get_fusion_stats(ggml_backend_t backend, int * n_mmv_grou
     if (n_fattn_q8) *n_fattn_q8 = ctx->n_fused_fattn_q8;
     if (n_mmv_norm) *n_mmv_norm = ctx->n_fused_mmv_norm;
     if (n_mmv_rope) *n_mmv_rope = ctx->n_fused_mmv_rope;
+}
+
+int ggml_backend_cuda_get_fattn_early_count(ggml_backend_t backend) {
+    GGML_ASSERT(ggml_backend_is_cuda(backend));
+    return ((const ggml_cuda_context *)backend->context)->n_fattn_early;
 }
 
 int ggml_backend_cuda_get_dq_ahead_count(ggml_backend_t backend) {
