@@ -659,7 +659,8 @@ void ggml_cuda_fattn_plan_early(ggml_cuda_context & ctx, const ggml_cgraph * gf)
             t = t->view_src;
         return t;
     };
-    std::vector<std::pair<const ggml_tensor *, const ggml_tensor *>> stores; // cache -> cells written (nullptr: several)
+    // cache -> the cells its SET_ROWS write (nullptr: several, computed ones, or another writer)
+    std::vector<std::pair<const ggml_tensor *, const ggml_tensor *>> stores;
     for (int i = 0; i < gf->n_nodes; ++i) {
         const ggml_tensor * t = gf->nodes[i];
         if (t->view_src && !ggml_is_view_op(t->op)) { // a node that writes into a tensor: SET_ROWS, CPY, ...
