@@ -617,29 +617,31 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
         h[i] = hk * p.r + qq % p.r;
         last[i] = p.causal_n_past >= 0 ? p.causal_n_past + t[i] : INT_MAX;
     }
-    // one token whose range is exact (fattn_decode_ranges): the range is the mask, nothing to stage or add. The
-    // ranges are written by a kernel of this step: read after the wait.
     bool exact1 = false, mask_stage = false;
     const char * mrow[2] = {nullptr, nullptr};
-    auto mask_setup = [&] {
+    float qv[SW ? D / 4 : 1]; // SW: the query values, requested before the block's key range and first tiles
+    int kv_lo, kv1;
+    // What is read after the wait (written by kernels of this step: the ranges, q): whether the one token's range is
+    // exact (fattn_decode_ranges: the range is the mask, nothing to stage or add), the mask rows, the query, the
+    // block's keys within the tokens' visible ranges
+    auto after_wait = [&] {
         exact1 = p.n_tokens == 1 && fattn_token_exact(p, 0);
         mask_stage = !exact1 && p.mask && p.n_tokens <= FMD_MT && p.ms.ne[2] == 1 && p.ms.ne[3] == 1 &&
                      p.ms.nb[0] == es && p.ms.nb[1] % 16 == 0 && (uintptr_t)p.mask % 16 == 0;
 #pragma unroll
         for (int i = 0; i < 2; ++i)
             mrow[i] = p.mask && !exact1 ? p.mask + t[i] * p.ms.nb[1] + (h[i] % p.ms.ne[2]) * p.ms.nb[2] : nullptr;
-    };
-    float qv[SW ? D / 4 : 1]; // SW: the query values, requested before the block's key range and first tiles
-    int kv_lo, kv1;
-    if (early) { // the split's keys; the visible range (p.ranges) narrows them after the wait
-        kv_lo = split * p.kv_per_split;
-        kv1 = min(p.n_kv, kv_lo + p.kv_per_split);
-    } else {
-        mask_setup();
         if constexpr (SW) fmd_sw_qload<D, Q8>(p, hk, g, c, qv);
         fattn_block_keys(p, split, 0, p.n_tokens - 1, kv_lo, kv1);
+        if (p.causal_n_past >= 0) kv1 = min(kv1, p.causal_n_past + p.n_tokens); // the last token's last key + 1
+    };
+    if (early) { // the split's keys for now; the visible range (p.ranges) narrows them after the wait
+        kv_lo = split * p.kv_per_split;
+        kv1 = min(p.n_kv, kv_lo + p.kv_per_split);
+        if (p.causal_n_past >= 0) kv1 = min(kv1, p.causal_n_past + p.n_tokens);
+    } else {
+        after_wait();
     }
-    if (p.causal_n_past >= 0) kv1 = min(kv1, p.causal_n_past + p.n_tokens); // the last token's last key + 1
     int tb = kv_lo & ~(BN - 1); // tiles start BN-aligned (staged mask chunks are 16-byte aligned)
     const char * kb = p.k + hk * p.ks.nb[2];
     const char * vb = p.v + hk * p.vs.nb[2];
@@ -751,10 +753,7 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
                 load_tile(key_w + s * step, s); // K and V only: mask_stage is still false
         pdl_wait();
         FA_TRACE(p, threadIdx.x == 0, FA_TR_WAIT);
-        mask_setup();
-        if constexpr (SW) fmd_sw_qload<D, Q8>(p, hk, g, c, qv);
-        fattn_block_keys(p, split, 0, p.n_tokens - 1, kv_lo, kv1);
-        if (p.causal_n_past >= 0) kv1 = min(kv1, p.causal_n_past + p.n_tokens);
+        after_wait();
         if (!mine || (kv_lo & ~(BN - 1)) != tb) { // (tiles of other keys: wait for them, their stages are reused)
             if (mine) cp_async_wait<0>();
             __syncwarp();
