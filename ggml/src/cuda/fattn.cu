@@ -684,10 +684,12 @@ void ggml_cuda_fattn_plan_early(ggml_cuda_context & ctx, const ggml_cgraph * gf)
 }
 
 // The cell of the KV caches that this step writes, for a decode of one token on a cache of one sequence whose stores
-// the graph holds (ggml_cuda_fattn_plan_early): the tensor-core decode kernel's warps then request their first tiles
-// before the wait (fattn-mma.cu). nullptr otherwise.
+// the graph holds (ggml_cuda_fattn_plan_early), read in place: the tensor-core decode kernel's warps then request
+// their first tiles before the wait (fattn-mma.cu). nullptr otherwise, and for fattn_widen's f16 copies of a
+// quantized cache (written by the kernel just ahead: nothing of them may be read before the wait).
 static const int * fattn_early_cell(ggml_cuda_context & ctx, const fa_params & p, const ggml_tensor * dst) {
     if (p.n_tokens != 1 || p.r > 8 || ggml_get_op_params_i32(dst, 3)) return nullptr; // (a shared cache: 3)
+    if (p.k != (const char *)dst->src[1]->data || p.v != (const char *)dst->src[2]->data) return nullptr;
     for (const auto & e : ctx.fa_wcells)
         if (e.first == dst) return ggml_nelements(e.second) == 1 ? (const int *)e.second->data : nullptr;
     return nullptr;
