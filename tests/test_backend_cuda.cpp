@@ -1164,6 +1164,12 @@ namespace {
 // in order, flagged OUTPUT and read back (values concatenated).
 using layer_fn = std::function<std::vector<ggml_tensor *>(ggml_context * cw, ggml_context * cg, ggml_cgraph * gf)>;
 using fill_map = std::map<std::string, std::vector<uint8_t>>;
+// a leaf's bytes for fill_map from f32 values
+std::vector<uint8_t> f32_bytes(const std::vector<float> & v) {
+    std::vector<uint8_t> b(v.size() * 4);
+    std::memcpy(b.data(), v.data(), b.size());
+    return b;
+}
 
 struct layer_result {
     std::vector<double> values;            // all outputs, concatenated
@@ -1661,9 +1667,7 @@ TEST_CASE("fused norm + q8s quantization: bit-identical to quantize_q8s, only fo
                 const layer_result r1 = run_layer(be.cuda, build, 5);
                 REQUIRE(r1.ok);
                 REQUIRE(r1.outs.size() == 2);
-                std::vector<float> xf(r1.outs[0].begin(), r1.outs[0].end());
-                std::vector<uint8_t> xb(xf.size() * 4);
-                memcpy(xb.data(), xf.data(), xb.size());
+                const std::vector<uint8_t> xb = f32_bytes(std::vector<float>(r1.outs[0].begin(), r1.outs[0].end()));
                 const layer_result r2 = run_layer(
                     be.cuda,
                     [=](ggml_context * cw, ggml_context * cg, ggml_cgraph *) {
@@ -1992,11 +1996,6 @@ TEST_CASE("decode attention: first tiles requested before the wait, never the ce
         h = h * 6364136223846793005ull + 1442695040888963407ull;
         x = (float)((h >> 40) % 2001) / 1000.0f - 1.0f;
     }
-    auto f32_bytes = [](const std::vector<float> & v) {
-        std::vector<uint8_t> b(v.size() * 4);
-        std::memcpy(b.data(), v.data(), b.size());
-        return b;
-    };
     std::vector<float> q, k;
     for (int i = 0; i < hq; ++i)
         q.insert(q.end(), r.begin(), r.end());

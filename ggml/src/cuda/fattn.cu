@@ -673,10 +673,10 @@ void ggml_cuda_fattn_plan_early(ggml_cuda_context & ctx, const ggml_cgraph * gf)
             if (it == stores.end()) stores.push_back({cache, cells});
             else if (it->second != cells) it->second = nullptr;
         } else if (t->op == GGML_OP_FLASH_ATTN_EXT) {
-            const ggml_tensor * ck = nullptr, * cv = nullptr;
+            const ggml_tensor *bk = base(t->src[1]), *bv = base(t->src[2]), *ck = nullptr, *cv = nullptr;
             for (const auto & e : stores) {
-                if (e.first == base(t->src[1])) ck = e.second;
-                if (e.first == base(t->src[2])) cv = e.second;
+                if (e.first == bk) ck = e.second;
+                if (e.first == bv) cv = e.second;
             }
             if (ck && ck == cv) ctx.fa_wcells.push_back({t, ck});
         }
