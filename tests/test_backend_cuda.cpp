@@ -1174,15 +1174,18 @@ std::vector<uint8_t> f32_bytes(const std::vector<float> & v) {
 struct layer_result {
     std::vector<double> values;            // all outputs, concatenated
     std::vector<std::vector<double>> outs; // per output
+    std::vector<std::vector<double>> runs; // fresh: the outputs (concatenated) of each compute
     bool ok = false;
 };
 
 // galloc: the graph's tensors are placed by ggml_gallocr as in a real decode graph (memory reused, SWIGLU
 // in place over its gate input), else each in its own place. Leaf bytes come from the seed and the leaf's
 // name (equal names in different graphs get equal bytes) unless `fill` names the leaf. Computed twice
-// (first sighting eager, then captured into a CUDA graph).
+// (first sighting eager, then captured into a CUDA graph). fresh: three computes (eager, captured, replayed), the
+// leaves set again before each (a graph that writes into a leaf, such as a KV store, then sees the same input every
+// time), each compute's outputs in runs.
 layer_result run_layer(ggml_backend_t backend, const layer_fn & build, uint64_t seed, bool galloc = false,
-                       const fill_map & fill = {}) {
+                       const fill_map & fill = {}, bool fresh = false) {
     ggml_init_params ip = {16u * 1024 * 1024, nullptr, true};
     ggml_context * cw = ggml_init(ip);
     ggml_context * cg = ggml_init(ip);
@@ -1222,25 +1225,39 @@ layer_result run_layer(ggml_backend_t backend, const layer_fn & build, uint64_t 
                 const std::vector<uint8_t> poison(ggml_nbytes(t), 0xFF);
                 ggml_backend_tensor_set(t, poison.data(), 0, poison.size());
             }
-    for (ggml_context * c : {cw, cg})
-        for (ggml_tensor * t = ggml_get_first_tensor(c); t; t = ggml_get_next_tensor(c, t))
-            if (!t->view_src && t->data && t->op == GGML_OP_NONE) {
-                const std::vector<uint8_t> b = bytes_for(t);
-                REQUIRE(b.size() == ggml_nbytes(t));
-                ggml_backend_tensor_set(t, b.data(), 0, b.size());
-            }
-    layer_result r;
-    r.ok = ggml_backend_graph_compute(backend, gf) == GGML_STATUS_SUCCESS;
-    if (r.ok) r.ok = ggml_backend_graph_compute(backend, gf) == GGML_STATUS_SUCCESS;
-    ggml_backend_synchronize(backend);
-    if (r.ok) {
+    auto set_leaves = [&] {
+        for (ggml_context * c : {cw, cg})
+            for (ggml_tensor * t = ggml_get_first_tensor(c); t; t = ggml_get_next_tensor(c, t))
+                if (!t->view_src && t->data && t->op == GGML_OP_NONE) {
+                    const std::vector<uint8_t> b = bytes_for(t);
+                    REQUIRE(b.size() == ggml_nbytes(t));
+                    ggml_backend_tensor_set(t, b.data(), 0, b.size());
+                }
+    };
+    auto read_outs = [&](layer_result & r) {
+        r.outs.clear();
+        r.values.clear();
         for (ggml_tensor * t : outs) {
             std::vector<uint8_t> bytes(ggml_nbytes(t));
             ggml_backend_tensor_get(t, bytes.data(), 0, bytes.size());
             r.outs.push_back(values_of(t, bytes));
             r.values.insert(r.values.end(), r.outs.back().begin(), r.outs.back().end());
         }
+    };
+    set_leaves();
+    layer_result r;
+    r.ok = true;
+    for (int i = 0; i < (fresh ? 3 : 2) && r.ok; ++i) {
+        if (fresh && i > 0) set_leaves();
+        r.ok = ggml_backend_graph_compute(backend, gf) == GGML_STATUS_SUCCESS;
+        if (fresh && r.ok) {
+            ggml_backend_synchronize(backend);
+            read_outs(r);
+            r.runs.push_back(r.values);
+        }
     }
+    ggml_backend_synchronize(backend);
+    if (r.ok) read_outs(r);
     if (ga) ggml_gallocr_free(ga);
     if (bg) ggml_backend_buffer_free(bg);
     if (bw) ggml_backend_buffer_free(bw);
@@ -1987,9 +2004,15 @@ TEST_CASE("decode attention: first tiles requested before the wait, never the ce
     // SET_ROWS of one token's k / v into the caches, then its attention over them (a Llama 3 decode step, GQA 4, four
     // KV splits). The warps' first tiles are copied before griddepcontrol.wait (fattn-mma.cu), except a warp whose
     // first tiles hold the written cell. k is 4x the query, so that the new key takes ~all the weight: had its row
-    // been copied before the store, the output would be the old row's value, not v's.
+    // been copied before the store, the output would be the old row's value, not v's. So that the race can happen
+    // here: the caches are set to the old rows before each run (eager, captured, replayed); the stored rows wait for
+    // a slow kernel on one SM (k plus the dot of 2M zeros with x: one block, ~0.1 ms), leaving the other SMs to the
+    // attention's blocks (a producer on every SM keeps them from becoming resident); and there is no mask, so no
+    // mask-range kernel runs between the stores and the attention (it triggers its dependents only at its end).
+    // With the cell check taken out of the kernel this case fails (H200, 2026-11-30: 13 of 404 checks, nmse ~1.0 in
+    // eager, captured and replayed runs, both caches); a form with a mask never did.
     backends be;
-    const int64_t D = 128, hq = 8, hk = 2, n_kv = 2048, n_ctx = n_kv + 16;
+    const int64_t D = 128, hq = 8, hk = 2, n_kv = 2048, n_ctx = n_kv + 16, NZ = 1 << 21;
     std::vector<float> r(D);
     uint64_t h = 7;
     for (float & x : r) {
@@ -2014,27 +2037,36 @@ TEST_CASE("decode attention: first tiles requested before the wait, never the ce
                 ggml_tensor * kc = leaf(cg, ct, D * hk, n_ctx, 1, "kc");
                 ggml_tensor * vc = leaf(cg, ct, D * hk, n_ctx, 1, "vc");
                 ggml_tensor * c1 = leaf(cg, GGML_TYPE_I32, 1, 1, 1, "cell");
-                ggml_build_forward_expand(gf, ggml_set_rows(cg, kc, leaf(cg, GGML_TYPE_F32, D * hk, 1, 1, "kcur"), c1));
-                ggml_build_forward_expand(gf, ggml_set_rows(cg, vc, leaf(cg, GGML_TYPE_F32, D * hk, 1, 1, "vcur"), c1));
+                ggml_tensor * zero = ggml_mul_mat(cg, leaf(cg, GGML_TYPE_F32, NZ, 1, 1, "wzero"),
+                                                  leaf(cg, GGML_TYPE_F32, NZ, 1, 1, "xz")); // [1]: 0, slowly
+                ggml_tensor * kcur = ggml_add(cg, leaf(cg, GGML_TYPE_F32, D * hk, 1, 1, "kcur"), zero);
+                ggml_tensor * vcur = ggml_add(cg, leaf(cg, GGML_TYPE_F32, D * hk, 1, 1, "vcur"), zero);
+                ggml_build_forward_expand(gf, ggml_set_rows(cg, kc, kcur, c1));
+                ggml_build_forward_expand(gf, ggml_set_rows(cg, vc, vcur, c1));
                 const size_t rs = ggml_row_size(ct, D);
                 ggml_tensor * kv = ggml_view_3d(cg, kc, D, n_kv, hk, kc->nb[1], rs, 0);
                 ggml_tensor * vv = ggml_view_3d(cg, vc, D, n_kv, hk, vc->nb[1], rs, 0);
                 ggml_tensor * qv = ggml_permute(cg, leaf(cg, GGML_TYPE_F32, D, hq, 1, "q"), 0, 2, 1, 3);
-                ggml_tensor * m = leaf(cg, GGML_TYPE_F16, n_kv, 1, 1, "cmaskx"); // row 0: every key visible
                 const float scale = 1.0f / std::sqrt((float)D);
-                return std::vector<ggml_tensor *>{ggml_flash_attn_ext(cg, qv, kv, vv, m, scale, -1)};
+                return std::vector<ggml_tensor *>{ggml_flash_attn_ext(cg, qv, kv, vv, nullptr, scale, -1)};
             };
-            fill_map fl = {{"q", f32_bytes(q)}, {"kcur", f32_bytes(k)}, {"cell", std::vector<uint8_t>(4)}};
+            fill_map fl = {{"q", f32_bytes(q)},
+                           {"kcur", f32_bytes(k)},
+                           {"cell", std::vector<uint8_t>(4)},
+                           {"wzero", std::vector<uint8_t>(NZ * 4)}};
             std::memcpy(fl["cell"].data(), &cell, 4);
             const layer_result want = run_layer(be.cpu, build, 5, false, fl);
             const int n0 = ggml_backend_cuda_get_fattn_early_count(be.cuda);
-            const layer_result got = run_layer(be.cuda, build, 5, false, fl);
+            const layer_result got = run_layer(be.cuda, build, 5, false, fl, true); // the old rows before each run
             const int n1 = ggml_backend_cuda_get_fattn_early_count(be.cuda);
-            const double e = got.ok && want.ok ? backend_case_nmse(got.values, want.values) : INFINITY;
-            INFO(name, " nmse ", e, ", early launches ", n1 - n0);
             CHECK(want.ok);
-            CHECK(got.ok);
-            CHECK(e <= 1e-4);
+            REQUIRE(got.ok);
+            REQUIRE(got.runs.size() == 3);
+            for (size_t i = 0; i < got.runs.size(); ++i) { // eager, captured, replayed
+                const double e = want.ok ? backend_case_nmse(got.runs[i], want.values) : INFINITY;
+                INFO(name, ", run ", i, ": nmse ", e, ", early launches ", n1 - n0);
+                CHECK(e <= 1e-4);
+            }
             n_early += n1 - n0;
         }
         INFO(ggml_type_name(ct), " cache: launches with early tiles ", n_early);
