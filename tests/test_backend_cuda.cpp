@@ -1257,7 +1257,7 @@ layer_result run_layer(ggml_backend_t backend, const layer_fn & build, uint64_t 
         }
     }
     ggml_backend_synchronize(backend);
-    if (r.ok) read_outs(r);
+    if (r.ok && !fresh) read_outs(r); // (fresh: the last run's outputs are read already)
     if (ga) ggml_gallocr_free(ga);
     if (bg) ggml_backend_buffer_free(bg);
     if (bw) ggml_backend_buffer_free(bw);
