@@ -625,6 +625,9 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
     const char * mrow[2] = {nullptr, nullptr};
     float qv[SW ? D / 4 : 1]; // SW: the query values, requested before the block's key range and first tiles
     int kv_lo, kv1;
+    auto causal_end = [&] { // kv1 at most the last token's last key + 1
+        if (p.causal_n_past >= 0) kv1 = min(kv1, p.causal_n_past + p.n_tokens);
+    };
     // What is read after the wait (written by kernels of this step: the ranges, q): whether the one token's range is
     // exact (fattn_decode_ranges: the range is the mask, nothing to stage or add), the mask rows, the query, the
     // block's keys within the tokens' visible ranges
@@ -637,12 +640,11 @@ static __global__ void __launch_bounds__(W * 32) k_fattn_mma_dec(const fa_params
             mrow[i] = p.mask && !exact1 ? p.mask + t[i] * p.ms.nb[1] + (h[i] % p.ms.ne[2]) * p.ms.nb[2] : nullptr;
         if constexpr (SW) fmd_sw_qload<D, Q8>(p, hk, g, c, qv);
         fattn_block_keys(p, split, 0, p.n_tokens - 1, kv_lo, kv1);
-        if (p.causal_n_past >= 0) kv1 = min(kv1, p.causal_n_past + p.n_tokens); // the last token's last key + 1
+        causal_end();
     };
     if (early) { // the split's keys for now; the visible range (p.ranges) narrows them after the wait
-        kv_lo = split * p.kv_per_split;
-        kv1 = min(p.n_kv, kv_lo + p.kv_per_split);
-        if (p.causal_n_past >= 0) kv1 = min(kv1, p.causal_n_past + p.n_tokens);
+        fattn_split_keys(p, split, kv_lo, kv1);
+        causal_end();
     } else {
         after_wait();
     }
