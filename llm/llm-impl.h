@@ -168,6 +168,10 @@ struct llm_context {
     // per token: 128 KiB for a 32000-token vocabulary, 501 KiB for 128256); they are copied into `logits` /
     // `argmax` on first access (llm_get_logits*, llm_argmax_last) or before the graph is dropped.
     bool logits_pending = false, argmax_pending = false;
+    // The argmax of a one-graph decode on a device is read into page-locked memory behind the graph (queue_argmax in
+    // context.cpp), so the wait at the end of the decode covers the read; LLM_ARGMAX_SYNC=1: read after it (A/B)
+    ggml_backend_buffer_t argmax_host = nullptr;
+    bool argmax_queued = false;
     llm_perf perf;
 };
 

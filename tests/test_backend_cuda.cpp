@@ -700,6 +700,84 @@ void compare_w(backends & be, const std::string & name, const build2_fn & build,
 }
 } // namespace
 
+TEST_CASE("set_tensor_async: the host data read before the call returns; small writes gathered into one kernel, "
+          "larger ones staged, the largest waited for; all in stream order with the graphs") {
+    backends be;
+    ggml_init_params ip = {1u << 20, nullptr, true};
+    ggml_context * ctx = ggml_init(ip);
+    // small: 24 tensors of 1..701 i32 (more than one gathered batch); mid: 3 MiB (the ring, 3 of them wrap it);
+    // big: 5 MiB (above half the ring: copied and waited for); a: the input of a graph b = a + a
+    std::vector<ggml_tensor *> small;
+    for (int i = 0; i < 24; ++i)
+        small.push_back(ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 1 + 29 * i));
+    ggml_tensor * mid = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 3 << 18);
+    ggml_tensor * big = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 5 << 18);
+    ggml_tensor * a = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 333);
+    ggml_tensor * b = ggml_add(ctx, a, a);
+    ggml_cgraph * gf = ggml_new_graph(ctx);
+    ggml_build_forward_expand(gf, b);
+    ggml_backend_buffer_t buf = ggml_backend_alloc_ctx_tensors(ctx, be.cuda);
+    REQUIRE(buf);
+    ggml_backend_buffer_clear(buf, 0);
+    int k0 = 0, r0 = 0, s0 = 0, k1 = 0, r1 = 0, s1 = 0;
+    ggml_backend_cuda_get_host_write_counts(be.cuda, &k0, &r0, &s0);
+
+    auto val = [](int t, int64_t i, int round) { return (int32_t)(1000003 * t + 7 * i + 65537 * round); };
+    std::vector<int32_t> src;
+    auto put = [&](ggml_tensor * t, int id, int round) { // src is overwritten right after the call
+        src.resize(ggml_nelements(t));
+        for (int64_t i = 0; i < (int64_t)src.size(); ++i)
+            src[i] = val(id, i, round);
+        ggml_backend_tensor_set_async(be.cuda, t, src.data(), 0, ggml_nbytes(t));
+        std::fill(src.begin(), src.end(), -1);
+    };
+    for (int round = 0; round < 3; ++round) { // the mids of rounds 0-2 fill and wrap the ring
+        for (int i = 0; i < (int)small.size(); ++i)
+            put(small[i], i, round);
+        put(mid, 100, round);
+    }
+    put(big, 200, 0);
+    // a graph between two writes of its input: it reads the first, the second lands after it
+    std::vector<float> fa(333), fb(333);
+    for (int i = 0; i < 333; ++i)
+        fa[i] = 0.5f * i - 3.0f;
+    ggml_backend_tensor_set_async(be.cuda, a, fa.data(), 0, ggml_nbytes(a));
+    REQUIRE(be.cuda->iface.graph_compute(be.cuda, gf) == GGML_STATUS_SUCCESS);
+    for (int i = 0; i < 333; ++i)
+        fb[i] = 100.0f + i;
+    ggml_backend_tensor_set_async(be.cuda, a, fb.data(), 0, ggml_nbytes(a));
+    std::fill(fb.begin(), fb.end(), -7.0f);
+    ggml_backend_synchronize(be.cuda);
+
+    ggml_backend_cuda_get_host_write_counts(be.cuda, &k1, &r1, &s1);
+    CHECK(k1 - k0 == 3 * 24 + 2); // every small write and both of a's through the kernel
+    CHECK(r1 - r0 == 3);          // the mids through the ring
+    CHECK(s1 - s0 == 1);          // the big one waited for
+    int bad = 0;
+    for (int i = 0; i < (int)small.size(); ++i) {
+        std::vector<int32_t> got(ggml_nelements(small[i]));
+        ggml_backend_tensor_get(small[i], got.data(), 0, ggml_nbytes(small[i]));
+        for (int64_t j = 0; j < (int64_t)got.size(); ++j)
+            bad += got[j] != val(i, j, 2);
+    }
+    for (auto [t, id, round] : {std::tuple{mid, 100, 2}, std::tuple{big, 200, 0}}) {
+        std::vector<int32_t> got(ggml_nelements(t));
+        ggml_backend_tensor_get(t, got.data(), 0, ggml_nbytes(t));
+        for (int64_t j = 0; j < (int64_t)got.size(); ++j)
+            bad += got[j] != val(id, j, round);
+    }
+    CHECK(bad == 0);
+    std::vector<float> ga(333), gb(333);
+    ggml_backend_tensor_get(a, ga.data(), 0, ggml_nbytes(a));
+    ggml_backend_tensor_get(b, gb.data(), 0, ggml_nbytes(b));
+    int bad_ab = 0;
+    for (int i = 0; i < 333; ++i)
+        bad_ab += ga[i] != 100.0f + i || gb[i] != 2.0f * (0.5f * i - 3.0f);
+    CHECK(bad_ab == 0);
+    ggml_backend_buffer_free(buf);
+    ggml_free(ctx);
+}
+
 TEST_CASE("repacked q8_0 weights: set/get return ggml's bytes, partial sets merge, views are not supported") {
     backends be;
     ggml_init_params ip = {1u << 20, nullptr, true};

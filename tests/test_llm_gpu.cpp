@@ -327,8 +327,17 @@ TEST_CASE("decode steps replay the captured CUDA graph") {
         REQUIRE((gpu != nullptr && ggml_backend_is_cuda(gpu)));
         int r0 = 0, u0 = 0, i0 = 0;
         ggml_backend_cuda_get_graph_stats(gpu, &r0, &u0, &i0);
-        for (int i = 24; i < 64; ++i)
+        // each step's argmax (read behind the graph into page-locked memory: llm queue_argmax) is its logits' max
+        const int n_vocab = llm_model_hparams(m).n_vocab;
+        int n_bad_argmax = 0;
+        for (int i = 24; i < 64; ++i) {
             REQUIRE_MESSAGE(llm_decode(c, &toks[i], 1, &err), err);
+            const int32_t am = llm_argmax_last(c);
+            const float * lg = llm_get_logits(c);
+            REQUIRE(lg != nullptr);
+            n_bad_argmax += am < 0 || am >= n_vocab || lg[am] != *std::max_element(lg, lg + n_vocab);
+        }
+        CHECK(n_bad_argmax == 0);
         int r1 = 0, u1 = 0, i1 = 0;
         ggml_backend_cuda_get_graph_stats(gpu, &r1, &u1, &i1);
         MESSAGE(std::string(fa ? "flash attention" : "mul_mat attention") << ", 40 decode steps: " << r1 - r0 << " replays, "

@@ -101,7 +101,10 @@ struct ggml_backend_i {
     bool                       (*supports_op)(ggml_backend_t backend, const ggml_tensor * op);
     bool                       (*supports_buft)(ggml_backend_t backend, ggml_backend_buffer_type_t buft);
     void                       (*synchronize)(ggml_backend_t backend);  // may be nullptr
-    // optional async copies host <-> backend (nullptr: the buffer's set/get are used)
+    // optional copies host <-> backend ordered with its queued work (nullptr: the buffer's set/get are used).
+    // set: `data` is read before the call returns (the caller may reuse it at once); the write lands before any
+    // later work of the backend. get: `data` is written by the time the backend is synchronized (it must stay
+    // valid until then; a backend may need it in page-locked memory to stay asynchronous).
     void (*set_tensor_async)(ggml_backend_t backend, ggml_tensor * t, const void * data, size_t offset, size_t size);
     void (*get_tensor_async)(ggml_backend_t backend, const ggml_tensor * t, void * data, size_t offset, size_t size);
     // optional (nullptr: the scheduler times a profiled split as a whole): compute gf as graph_compute does,
@@ -123,6 +126,11 @@ ggml_status  ggml_backend_graph_compute(ggml_backend_t backend, ggml_cgraph * gf
 bool         ggml_backend_supports_op(ggml_backend_t backend, const ggml_tensor * op);
 bool         ggml_backend_supports_buft(ggml_backend_t backend, ggml_backend_buffer_type_t buft);
 void         ggml_backend_synchronize(ggml_backend_t backend);
+// the backend's set_tensor_async / get_tensor_async (above) where it has them, else ggml_backend_tensor_set / _get
+void ggml_backend_tensor_set_async(ggml_backend_t backend, ggml_tensor * t, const void * data, size_t offset,
+                                   size_t size);
+void ggml_backend_tensor_get_async(ggml_backend_t backend, const ggml_tensor * t, void * data, size_t offset,
+                                   size_t size);
 bool         ggml_backend_is_cpu(ggml_backend_t backend);
 
 // Allocate every tensor of a no_alloc context (that has no data yet) in one new buffer.

@@ -48,6 +48,9 @@ int ggml_backend_cuda_get_dq_ahead_count(ggml_backend_t backend);
 // tiles before the wait on the kernel ahead: one token whose K/V cells the same graph writes from an input
 // (GGML_CUDA_FATTN_EARLY=0, read at init, turns it off).
 int ggml_backend_cuda_get_fattn_early_count(ggml_backend_t backend);
+// Writes of a CUDA backend's set_tensor_async since init (host-writes.cuh): gathered into one kernel's parameters,
+// staged in its page-locked ring, or copied and waited for (above half the ring)
+void ggml_backend_cuda_get_host_write_counts(ggml_backend_t backend, int * n_kernel, int * n_ring, int * n_sync);
 // Batched-decode GEMMs a CUDA backend has launched on Hopper's warpgroup MMA since init, eagerly or into a captured
 // graph (mmq-w.cuh: 33..64 columns by default, GGML_CUDA_MMQ_WG_N; 0 where the device or the build has no sm_90a
 // kernel).

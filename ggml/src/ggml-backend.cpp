@@ -221,6 +221,20 @@ void ggml_backend_synchronize(ggml_backend_t backend) {
     if (backend->iface.synchronize) backend->iface.synchronize(backend);
 }
 
+void ggml_backend_tensor_set_async(ggml_backend_t backend, ggml_tensor * t, const void * data, size_t offset,
+                                   size_t size) {
+    if (!backend->iface.set_tensor_async) return ggml_backend_tensor_set(t, data, offset, size);
+    GGML_ASSERT(t->data && offset + size <= ggml_nbytes(t));
+    if (size > 0) backend->iface.set_tensor_async(backend, t, data, offset, size);
+}
+
+void ggml_backend_tensor_get_async(ggml_backend_t backend, const ggml_tensor * t, void * data, size_t offset,
+                                   size_t size) {
+    if (!backend->iface.get_tensor_async) return ggml_backend_tensor_get(t, data, offset, size);
+    GGML_ASSERT(t->data && offset + size <= ggml_nbytes(t));
+    if (size > 0) backend->iface.get_tensor_async(backend, t, data, offset, size);
+}
+
 // ---- context allocation --------------------------------------------------------------------
 ggml_backend_buffer_t ggml_backend_alloc_ctx_tensors_from_buft(ggml_context * ctx, ggml_backend_buffer_type_t buft) {
     const size_t align = std::max<size_t>(ggml_backend_buft_get_alignment(buft), 1);

@@ -120,6 +120,7 @@ struct ggml_cuda_pool {
 struct ggml_cuda_graph_cache; // ggml-cuda.cu
 struct ggml_cuda_profile;     // ggml-cuda.cu
 struct ggml_cuda_dq_ahead;    // dq-ahead.cuh
+struct ggml_cuda_host_writes; // host-writes.cuh
 
 // last activation quantized for the q8_0 mat-vec, or converted to f16 for a cuBLAS GEMM (within one
 // graph_compute; lives in the pool)
@@ -234,6 +235,7 @@ struct ggml_cuda_context {
     int n_mmw = 0;      // GEMMs launched on wgmma (mmq-w.cuh), eagerly or into a captured graph
     int n_mmw_order = 0; // their activations reordered by a launch of its own (ggml_cuda_mmw_order)
     int n_fused_w16 = 0; // ... or written in that order by the kernel producing them (fusion codes 17-20)
+    ggml_cuda_host_writes * hw = nullptr; // set_tensor_async's gathered writes and staging ring (host-writes.cuh)
 };
 
 // ---- programmatic dependent launch (PDL, sm_90+) ----

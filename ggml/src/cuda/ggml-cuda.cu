@@ -10,6 +10,7 @@
 #include "dq-ahead.cuh"
 #include "fattn.cuh"
 #include "getrows.cuh"
+#include "host-writes.cuh"
 #include "kq-mask.cuh"
 #include "ggml-cuda.h"
 #include "mmq.cuh"
@@ -1029,6 +1030,7 @@ static ggml_status cuda_graph_compute_impl(ggml_backend_t backend, ggml_cgraph *
 
 static ggml_status cuda_graph_compute(ggml_backend_t backend, ggml_cgraph * gf) {
     ggml_cuda_context & ctx = *(ggml_cuda_context *)backend->context;
+    ggml_cuda_host_writes_flush(ctx); // the split's inputs (set_tensor_async) before its first kernel
     ggml_cuda_profile * hp = ctx.prof && ctx.prof->mode == 2 ? ctx.prof : nullptr;
     if (!hp) return cuda_graph_compute_impl(backend, gf);
     CUDA_CHECK(cudaSetDevice(ctx.device));
@@ -1210,6 +1212,7 @@ static ggml_status cuda_graph_compute_impl(ggml_backend_t backend, ggml_cgraph *
 static ggml_status cuda_graph_compute_profile(ggml_backend_t backend, ggml_cgraph * gf,
                                               void (*rec)(void *, int, int, double), void * user) {
     ggml_cuda_context & ctx = *(ggml_cuda_context *)backend->context;
+    ggml_cuda_host_writes_flush(ctx);
     CUDA_CHECK(cudaSetDevice(ctx.device));
     std::vector<uint8_t> fused;
     plan_fusions(ctx, gf, fused);
@@ -1232,7 +1235,9 @@ static const char * cuda_backend_get_name(ggml_backend_t backend) {
 static void cuda_backend_free(ggml_backend_t backend) {
     ggml_cuda_context * ctx = (ggml_cuda_context *)backend->context;
     cudaSetDevice(ctx->device);
+    ggml_cuda_host_writes_flush(*ctx);
     cudaStreamSynchronize(ctx->stream);
+    ggml_cuda_host_writes_free(*ctx);
     ggml_cuda_ktrace_report();
     if (ctx->prof) {
         profile_report(*ctx);
@@ -1346,7 +1351,10 @@ static bool cuda_backend_supports_buft(ggml_backend_t backend, ggml_backend_buff
 }
 
 static void cuda_backend_synchronize(ggml_backend_t backend) {
-    CUDA_CHECK(cudaStreamSynchronize(((ggml_cuda_context *)backend->context)->stream));
+    ggml_cuda_context & ctx = *(ggml_cuda_context *)backend->context;
+    ggml_cuda_host_writes_flush(ctx);
+    CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
+    if (ctx.hw) ctx.hw->head = 0; // the staging ring's copies are done
 }
 
 static void cuda_backend_set_tensor_async(ggml_backend_t backend, ggml_tensor * t, const void * data, size_t offset,
@@ -1354,14 +1362,16 @@ static void cuda_backend_set_tensor_async(ggml_backend_t backend, ggml_tensor * 
     ggml_cuda_context * ctx = (ggml_cuda_context *)backend->context;
     ggml_backend_buffer_t buf = t->view_src ? t->view_src->buffer : t->buffer;
     if (ggml_cuda_should_repack(buf, t, offset, size)) {
+        ggml_cuda_host_writes_flush(*ctx);
         CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
         return ggml_cuda_repack_set(t, data, offset, size);
     }
-    CUDA_CHECK(cudaMemcpyAsync((char *)t->data + offset, data, size, cudaMemcpyHostToDevice, ctx->stream));
+    ggml_cuda_host_write(*ctx, (char *)t->data + offset, data, size);
 }
 static void cuda_backend_get_tensor_async(ggml_backend_t backend, const ggml_tensor * t, void * data, size_t offset,
                                           size_t size) {
     ggml_cuda_context * ctx = (ggml_cuda_context *)backend->context;
+    ggml_cuda_host_writes_flush(*ctx);
     if (ggml_cuda_repacked(t)) {
         CUDA_CHECK(cudaStreamSynchronize(ctx->stream));
         return ggml_cuda_repack_get(t, data, offset, size);
@@ -1493,6 +1503,14 @@ void ggml_backend_cuda_get_fusion_stats(ggml_backend_t backend, int * n_mmv_grou
     if (n_fattn_q8) *n_fattn_q8 = ctx->n_fused_fattn_q8;
     if (n_mmv_norm) *n_mmv_norm = ctx->n_fused_mmv_norm;
     if (n_mmv_rope) *n_mmv_rope = ctx->n_fused_mmv_rope;
+}
+
+void ggml_backend_cuda_get_host_write_counts(ggml_backend_t backend, int * n_kernel, int * n_ring, int * n_sync) {
+    GGML_ASSERT(ggml_backend_is_cuda(backend));
+    const ggml_cuda_host_writes * w = ((const ggml_cuda_context *)backend->context)->hw;
+    *n_kernel = w ? w->n_kernel : 0;
+    *n_ring = w ? w->n_ring : 0;
+    *n_sync = w ? w->n_sync : 0;
 }
 
 int ggml_backend_cuda_get_fattn_early_count(ggml_backend_t backend) {
