@@ -103,7 +103,8 @@ struct ggml_backend_i {
     void                       (*synchronize)(ggml_backend_t backend);  // may be nullptr
     // optional copies host <-> backend ordered with its queued work (nullptr: the buffer's set/get are used).
     // set: `data` is read before the call returns (the caller may reuse it at once); the write lands before any
-    // later work of the backend. get: `data` is written by the time the backend is synchronized (it must stay
+    // later work of the backend (reads through the buffer, ggml_backend_tensor_get, see it once the backend is
+    // synchronized). get: `data` is written by the time the backend is synchronized (it must stay
     // valid until then; a backend may need it in page-locked memory to stay asynchronous).
     void (*set_tensor_async)(ggml_backend_t backend, ggml_tensor * t, const void * data, size_t offset, size_t size);
     void (*get_tensor_async)(ggml_backend_t backend, const ggml_tensor * t, void * data, size_t offset, size_t size);

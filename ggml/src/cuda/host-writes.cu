@@ -43,21 +43,15 @@ void ggml_cuda_host_write(ggml_cuda_context & ctx, void * dst, const void * data
     }
     ggml_cuda_host_writes_flush(ctx); // the gathered writes go first
     CUDA_CHECK(cudaSetDevice(ctx.device));
-    if (size > W::RING / 2) { // a copy of its own from the caller's memory, waited for
+    if (!w.ring && size <= W::RING / 2 && cudaMallocHost((void **)&w.ring, W::RING) != cudaSuccess) {
+        (void)cudaGetLastError(); // no page-locked memory: every large write waited for
+        w.ring = nullptr;
+    }
+    if (size > W::RING / 2 || !w.ring) { // a copy of its own from the caller's memory, waited for
         CUDA_CHECK(cudaMemcpyAsync(dst, data, size, cudaMemcpyHostToDevice, ctx.stream));
         CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
         ++w.n_sync;
         return;
-    }
-    if (!w.ring) {
-        if (cudaMallocHost((void **)&w.ring, W::RING) != cudaSuccess) {
-            (void)cudaGetLastError();
-            w.ring = nullptr;
-            CUDA_CHECK(cudaMemcpyAsync(dst, data, size, cudaMemcpyHostToDevice, ctx.stream));
-            CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
-            ++w.n_sync;
-            return;
-        }
     }
     if (w.head + size > W::RING) { // the ring's earlier copies must be done before its start is written again
         CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
