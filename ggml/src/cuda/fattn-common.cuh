@@ -127,13 +127,13 @@ static __device__ __forceinline__ bool fattn_token_exact(const fa_params & p, in
     return p.exact && p.ranges && p.ranges[p.n_tokens + t].x;
 }
 
-// The key range [kv0, kv1) a decode block reads: its split of n_kv (kv_per_split keys), within the union of the
-// visible ranges of tokens t0 .. t1 when p.ranges is set.
-// the keys [kv0, kv1) of KV split `split`, before the tokens' visible ranges narrow them
+// The keys [kv0, kv1) of KV split `split` (kv_per_split keys of n_kv), before the tokens' visible ranges narrow them
 static __device__ __forceinline__ void fattn_split_keys(const fa_params & p, int split, int & kv0, int & kv1) {
     kv0 = split * p.kv_per_split;
     kv1 = min(p.n_kv, kv0 + p.kv_per_split);
 }
+// The key range [kv0, kv1) a decode block reads: its split of n_kv, within the union of the visible ranges of tokens
+// t0 .. t1 when p.ranges is set.
 static __device__ __forceinline__ void fattn_block_keys(const fa_params & p, int split, int t0, int t1, int & kv0,
                                                         int & kv1) {
     fattn_split_keys(p, split, kv0, kv1);
