@@ -167,10 +167,12 @@ struct ggml_cuda_context {
     int n_fattn_early = 0; // decode attention launches that requested their first tiles early (eager or captured)
     bool mmvq_v1 = false;     // GGML_CUDA_MMVQ_V1=1: the first mmvq kernel (for comparisons)
     int mmvq_u = 2;           // GGML_CUDA_MMVQ=5: v5 kernel for N = 1; =2/4/8: v6 with that many loads in flight
-    // rows per warp of the quantized-weight mat-vecs of mmvq-t.cuh (N = 1) and groups (GGML_CUDA_QT_RPW=1|2|4), of
-    // their gate/up + SwiGLU (GGML_CUDA_QT_RPW_GLU=1|2; 0: per type); GGML_CUDA_Q8_V6=1: repacked q8_0 decode
-    // through mmvq.cu's v6 kernels instead of those
+    // rows per warp of the quantized-weight mat-vecs of mmvq-t.cuh (N = 1) and groups (GGML_CUDA_QT_RPW=1|2|4, which
+    // sets qt_rpw_env: without it a group takes its type's rows, qt_group_rpw), of their gate/up + SwiGLU
+    // (GGML_CUDA_QT_RPW_GLU=1|2; 0: per type); GGML_CUDA_Q8_V6=1: repacked q8_0 decode through mmvq.cu's v6
+    // kernels instead of those
     int qt_rpw = 2, qt_rpw_glu = 0;
+    bool qt_rpw_env = false;
     bool no_mmv_mix = false; // GGML_CUDA_NO_MMV_MIX: no q/k/v group of mixed weight types (mmvq-mix.cu)
     bool q8_qt = true;
     // quantized weights times N > ggml_cuda_mmv_max_n columns through the tensor-core GEMM (mmq.cuh) up to

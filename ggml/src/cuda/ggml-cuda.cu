@@ -1444,7 +1444,10 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
         ctx->use_pdl && !(std::getenv("GGML_CUDA_FATTN_EARLY") && atoi(std::getenv("GGML_CUDA_FATTN_EARLY")) == 0);
     ctx->mmvq_v1 = std::getenv("GGML_CUDA_MMVQ_V1") != nullptr;
     ctx->twice_mask = twice_mask_of(std::getenv("GGML_CUDA_TWICE"));
-    if (const char * rpw = std::getenv("GGML_CUDA_QT_RPW")) ctx->qt_rpw = atoi(rpw) == 1 ? 1 : atoi(rpw) == 4 ? 4 : 2;
+    if (const char * rpw = std::getenv("GGML_CUDA_QT_RPW")) {
+        ctx->qt_rpw = atoi(rpw) == 1 ? 1 : atoi(rpw) == 4 ? 4 : 2;
+        ctx->qt_rpw_env = true;
+    }
     if (const char * rpw = std::getenv("GGML_CUDA_QT_RPW_GLU")) ctx->qt_rpw_glu = atoi(rpw) == 2 ? 2 : 1;
     ctx->no_mmv_mix = std::getenv("GGML_CUDA_NO_MMV_MIX") != nullptr;
     ctx->q8_qt = std::getenv("GGML_CUDA_Q8_V6") == nullptr;

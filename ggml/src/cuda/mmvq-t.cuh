@@ -437,13 +437,24 @@ static void qt_mmvq(ggml_cuda_context & ctx, const ggml_tensor * a, const void *
 #undef QT_MMVQ
 }
 
+// Rows per warp of a q/k/v group of one type T: 4 for q4_0 (768 blocks of 128 registers for Llama-2-7B's 12288 rows
+// instead of 1536 of 93: each warp requests 16 chunks of 16 bytes at once), qt_rpw (2) for the others, or qt_rpw for
+// every type where GGML_CUDA_QT_RPW says. H200, Llama-2-7B tg128, two calls, each alternating two rounds: q4_0
+// 591-594 -> 607-610 t/s (+2.6%); q8_0 460.1 / 461.6 -> 457.4 / 458.0, q4_K (Q4_K_M's layers without a q6_K attn_v)
+// 510.2 / 510.8 -> 512.5 / 513.8 (level); gate/up or wo / ffn_down at 4 rows per warp were level or slower
+// (docs/perf.md, thirty-ninth session). A mixed group (T != TV) runs at 2 (at 4: 247 registers, level).
+template <typename T> static int qt_group_rpw(const ggml_cuda_context & ctx) {
+    return !ctx.qt_rpw_env && T::type == GGML_TYPE_Q4_0 ? 4 : ctx.qt_rpw;
+}
+
 // TV: weight 2's type (k_qt_group); a mixed group needs rows per warp 2
 template <typename T, typename TV = T>
 static void qt_group(ggml_cuda_context & ctx, const ggml_tensor * const * dsts, int n, const void * bq,
                      const ggml_cuda_qt_epi * epi, const ggml_cuda_qt_rope * rope) {
     GGML_ASSERT(n >= 1 && n <= MMV_GROUP_MAX);
+    const int rpw = std::is_same_v<T, TV> ? qt_group_rpw<T>(ctx) : 2;
     GGML_ASSERT(!epi || (!epi->res && !epi->q8)); // a deferred norm only
-    GGML_ASSERT(!rope || (n == 3 && ctx.qt_rpw % 2 == 0 && rope->D % 2 == 0));
+    GGML_ASSERT(!rope || (n == 3 && rpw % 2 == 0 && rope->D % 2 == 0));
     GGML_ASSERT((std::is_same_v<T, TV>) || (n == 3 && ctx.qt_rpw == 2));
     ggml_cuda_qt_rope rp = {};
     if (rope) rp = *rope;
@@ -462,7 +473,7 @@ static void qt_group(ggml_cuda_context & ctx, const ggml_tensor * const * dsts, 
             g.dst[m] = (float *)dsts[m]->data;
             g.M[m] = a->ne[1];
         }
-        blk[m + 1] = blk[m] + (m < n ? cuda_ceil_div(g.M[m], 4 * ctx.qt_rpw) : 0);
+        blk[m + 1] = blk[m] + (m < n ? cuda_ceil_div(g.M[m], 4 * rpw) : 0);
     }
     g.blk1 = blk[1];
     g.blk2 = blk[2];
@@ -472,10 +483,10 @@ static void qt_group(ggml_cuda_context & ctx, const ggml_tensor * const * dsts, 
     if constexpr (!std::is_same_v<T, TV>)
         ggml_cuda_launch(ctx, k_qt_group<T, TV, 2>, dim3((unsigned)nblk), dim3(128), 0, g, (const int8_t *)x.qs,
                          (const float *)x.d, (const int *)x.s, (int)K, e, rp);
-    else if (ctx.qt_rpw == 4)
+    else if (rpw == 4)
         ggml_cuda_launch(ctx, k_qt_group<T, TV, 4>, dim3((unsigned)nblk), dim3(128), 0, g, (const int8_t *)x.qs,
                          (const float *)x.d, (const int *)x.s, (int)K, e, rp);
-    else if (ctx.qt_rpw == 2)
+    else if (rpw == 2)
         ggml_cuda_launch(ctx, k_qt_group<T, TV, 2>, dim3((unsigned)nblk), dim3(128), 0, g, (const int8_t *)x.qs,
                          (const float *)x.d, (const int *)x.s, (int)K, e, rp);
     else
