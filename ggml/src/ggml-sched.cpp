@@ -110,7 +110,7 @@ static void copy_input(ggml_backend_sched_t sched, ggml_backend_t b, const ggml_
     const ggml_tensor * r = tensor_root(src);
     const bool host = r->buffer ? ggml_backend_buffer_is_host(r->buffer) : r->data != nullptr;
     if (!sync_inputs && b->iface.set_tensor_async && host && ggml_is_contiguous(src)) {
-        b->iface.set_tensor_async(b, dst, src->data, 0, ggml_nbytes(src));
+        ggml_backend_tensor_set_async(b, dst, src->data, 0, ggml_nbytes(src));
         return;
     }
     ggml_backend_tensor_copy(src, dst);
