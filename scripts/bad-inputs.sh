@@ -235,6 +235,9 @@ if [ -x "$bin/bench-mmvq" ]; then # arguments checked before any device is opene
   case_ "bench-mmvq: f32 is not a quantized type" fail "$bin/bench-mmvq" 2 64 16 f32
   case_ "bench-mmvq: N 0" fail "$bin/bench-mmvq" 2 64 0
 fi
+if [ -x "$bin/bench-chain" ]; then # checked before any device is opened
+  case_ "bench-chain: reps 0" fail "$bin/bench-chain" 0
+fi
 case_ "graph-dump: unknown flag" fail "$bin/graph-dump" --frob
 case_ "graph-dump: unwritable prefix" fail "$bin/graph-dump" -o "$W/nodir/sub/g"
 

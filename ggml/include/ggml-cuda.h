@@ -34,6 +34,18 @@ bool ggml_backend_is_cuda(ggml_backend_t backend);
 // (the roofline denominator of memory-bound decode; stable on a GPU, measure it once). 0 (with a logged
 // reason) when the device does not exist or the memory cannot be allocated.
 double ggml_backend_cuda_copy_bandwidth_gbs(int device, size_t bytes = 0, int reps = 20);
+// One step of bench-chain's plan: a streaming kernel that reads `bytes` of its own and waits for the kernel ahead;
+// `blocks` of 256 threads (0: one wave of resident blocks; -k: k a multiprocessor).
+struct ggml_cuda_chain_step {
+    size_t bytes;
+    int blocks;
+};
+// The floor of a decode step built from one kernel per op (cuda/chain-bench.cu): n_layers x `steps` and then `tail`
+// (nullable) as dependent streaming kernels in one CUDA graph, U (2, 4, 8, 16) 16-byte loads in flight a thread, with
+// programmatic dependent launch or without, the first loads before the wait (early) or after it. Microseconds a graph
+// replay (the median of `reps`); 0 (with a logged reason) for no device, a bad plan or too little memory.
+double ggml_backend_cuda_chain_us(int device, const ggml_cuda_chain_step * steps, int n_steps, int n_layers,
+                                  const ggml_cuda_chain_step * tail, int u, bool pdl, bool early, int reps);
 // Peak dense throughput of `device` in TFLOP/s: f32 (FFMA), f16 and int8 tensor cores, as SMs x maximum SM clock
 // x FLOP per clock per SM of its architecture (the table in cuda/profile.cu). False (all 0) for no device.
 bool ggml_backend_cuda_peak_tflops(int device, double * f32, double * f16, double * int8);
