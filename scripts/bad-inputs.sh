@@ -237,6 +237,7 @@ if [ -x "$bin/bench-mmvq" ]; then # arguments checked before any device is opene
 fi
 if [ -x "$bin/bench-chain" ]; then # checked before any device is opened
   case_ "bench-chain: reps 0" fail "$bin/bench-chain" 0
+  case_ "bench-chain: reps not a number" fail "$bin/bench-chain" 5x
 fi
 case_ "graph-dump: unknown flag" fail "$bin/graph-dump" --frob
 case_ "graph-dump: unwritable prefix" fail "$bin/graph-dump" -o "$W/nodir/sub/g"

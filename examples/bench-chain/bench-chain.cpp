@@ -53,10 +53,19 @@ struct variant {
 } // namespace
 
 int main(int argc, char ** argv) {
-    const int reps = argc > 1 ? atoi(argv[1]) : 10;
-    if (reps <= 0) {
-        fprintf(stderr, "usage: bench-chain [reps > 0]\n");
+    int reps = 10;
+    if (argc > 2) {
+        fprintf(stderr, "bench-chain: error: one argument at most (usage: bench-chain [reps=10])\n");
         return 1;
+    }
+    if (argc > 1) {
+        char * end = nullptr;
+        const long v = strtol(argv[1], &end, 10);
+        if (end == argv[1] || *end != '\0' || v <= 0 || v > 100000) {
+            fprintf(stderr, "bench-chain: error: reps '%s' is not an integer in [1, 100000]\n", argv[1]);
+            return 1;
+        }
+        reps = (int)v;
     }
     if (ggml_backend_cuda_get_device_count() <= 0) {
         fprintf(stderr, "bench-chain: error: no CUDA device\n");
@@ -128,7 +137,7 @@ int main(int argc, char ** argv) {
 }
 #else
 int main() {
-    fprintf(stderr, "bench-chain: built without CUDA\n");
+    fprintf(stderr, "bench-chain: error: built without CUDA (it measures a GPU)\n");
     return 1;
 }
 #endif
