@@ -78,7 +78,10 @@ double ggml_backend_cuda_chain_us(int device, const ggml_cuda_chain_step * steps
     CUDA_CHECK(cudaSetDevice(device));
     int n_sm = 0, occ = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, device));
-    auto kern = u == 2 ? k_chain_stream<2> : u == 4 ? k_chain_stream<4> : u == 8 ? k_chain_stream<8> : k_chain_stream<16>;
+    auto kern = u == 2   ? k_chain_stream<2>
+                : u == 4 ? k_chain_stream<4>
+                : u == 8 ? k_chain_stream<8>
+                         : k_chain_stream<16>;
     CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, 256, 0));
     // every kernel of the step its own bytes (no L2 reuse across kernels), 256-byte aligned
     std::vector<ggml_cuda_chain_step> plan;
