@@ -5,6 +5,7 @@
 // boundaries' (launch, ramp, tail, the wait on the kernel ahead), and what a real decode step loses against the chain
 // is its kernels'.
 #include "common.cuh"
+#include "event-time.cuh"
 #include "ggml-cuda.h"
 #include "qtypes.cuh"
 
@@ -51,8 +52,10 @@ static __global__ void __launch_bounds__(256)
     }
 }
 
-template <int U> static cudaError_t chain_launch(const ggml_cuda_chain_step & st, const int4 * w, const float * in,
-                                                 int n_in, float * out, bool pdl, bool early, cudaStream_t stream) {
+using chain_kernel = void (*)(const int4 *, int64_t, const float *, int, float *, int);
+
+static cudaError_t chain_launch(chain_kernel kern, const ggml_cuda_chain_step & st, const int4 * w, const float * in,
+                                int n_in, float * out, bool pdl, bool early, cudaStream_t stream) {
     cudaLaunchAttribute attr[1] = {};
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
@@ -62,7 +65,7 @@ template <int U> static cudaError_t chain_launch(const ggml_cuda_chain_step & st
     cfg.stream = stream;
     cfg.attrs = attr;
     cfg.numAttrs = pdl ? 1 : 0;
-    return cudaLaunchKernelEx(&cfg, k_chain_stream<U>, w, (int64_t)(st.bytes / 16), in, n_in, out, early ? 1 : 0);
+    return cudaLaunchKernelEx(&cfg, kern, w, (int64_t)(st.bytes / 16), in, n_in, out, early ? 1 : 0);
 }
 
 double ggml_backend_cuda_chain_us(int device, const ggml_cuda_chain_step * steps, int n_steps, int n_layers,
@@ -78,10 +81,10 @@ double ggml_backend_cuda_chain_us(int device, const ggml_cuda_chain_step * steps
     CUDA_CHECK(cudaSetDevice(device));
     int n_sm = 0, occ = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&n_sm, cudaDevAttrMultiProcessorCount, device));
-    auto kern = u == 2   ? k_chain_stream<2>
-                : u == 4 ? k_chain_stream<4>
-                : u == 8 ? k_chain_stream<8>
-                         : k_chain_stream<16>;
+    const chain_kernel kern = u == 2   ? k_chain_stream<2>
+                              : u == 4 ? k_chain_stream<4>
+                              : u == 8 ? k_chain_stream<8>
+                                       : k_chain_stream<16>;
     CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, 256, 0));
     // every kernel of the step its own bytes (no L2 reuse across kernels), 256-byte aligned
     std::vector<ggml_cuda_chain_step> plan;
@@ -122,10 +125,7 @@ double ggml_backend_cuda_chain_us(int device, const ggml_cuda_chain_step * steps
         float * out = io + ((k + 1) % 2) * max_blocks;
         const int4 * wp = (const int4 *)(w + off);
         const int ni = std::min(n_in, 256);
-        CUDA_CHECK(u == 2   ? chain_launch<2>(st, wp, in, ni, out, pdl, early, stream)
-                   : u == 4 ? chain_launch<4>(st, wp, in, ni, out, pdl, early, stream)
-                   : u == 8 ? chain_launch<8>(st, wp, in, ni, out, pdl, early, stream)
-                            : chain_launch<16>(st, wp, in, ni, out, pdl, early, stream));
+        CUDA_CHECK(chain_launch(kern, st, wp, in, ni, out, pdl, early, stream));
         off += st.bytes;
         n_in = st.blocks;
     }
@@ -133,22 +133,10 @@ double ggml_backend_cuda_chain_us(int device, const ggml_cuda_chain_step * steps
     cudaGraphExec_t exec;
     CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
     CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    cudaEvent_t e0, e1;
-    CUDA_CHECK(cudaEventCreate(&e0));
-    CUDA_CHECK(cudaEventCreate(&e1));
     CUDA_CHECK(cudaGraphLaunch(exec, stream)); // warm-up
     CUDA_CHECK(cudaStreamSynchronize(stream));
-    std::vector<float> ms(reps);
-    for (int i = 0; i < reps; ++i) {
-        CUDA_CHECK(cudaEventRecord(e0, stream));
-        CUDA_CHECK(cudaGraphLaunch(exec, stream));
-        CUDA_CHECK(cudaEventRecord(e1, stream));
-        CUDA_CHECK(cudaEventSynchronize(e1));
-        CUDA_CHECK(cudaEventElapsedTime(&ms[i], e0, e1));
-    }
-    std::sort(ms.begin(), ms.end());
-    CUDA_CHECK(cudaEventDestroy(e0));
-    CUDA_CHECK(cudaEventDestroy(e1));
+    const std::vector<float> ms =
+        cuda_event_times_ms(stream, reps, [&](int) { CUDA_CHECK(cudaGraphLaunch(exec, stream)); });
     CUDA_CHECK(cudaGraphExecDestroy(exec));
     CUDA_CHECK(cudaGraphDestroy(graph));
     CUDA_CHECK(cudaStreamDestroy(stream));

@@ -1,6 +1,7 @@
 // membw.cu - device memory bandwidth: a large cudaMemcpy device -> device timed with CUDA events, bytes
 // read + bytes written counted: the roofline denominator of memory-bound decode (bench, bench-bw).
 #include "common.cuh"
+#include "event-time.cuh"
 #include "ggml-cuda.h"
 
 #include <algorithm>
@@ -33,22 +34,11 @@ double ggml_backend_cuda_copy_bandwidth_gbs(int device, size_t bytes, int reps) 
     }
     CUDA_CHECK(cudaMemset(a, 1, bytes)); // never time on untouched memory
     CUDA_CHECK(cudaMemset(b, 2, bytes));
-    cudaEvent_t e0, e1;
-    CUDA_CHECK(cudaEventCreate(&e0));
-    CUDA_CHECK(cudaEventCreate(&e1));
     CUDA_CHECK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice)); // warm-up
-    std::vector<float> ms(reps);
-    for (int i = 0; i < reps; ++i) {
-        CUDA_CHECK(cudaEventRecord(e0));
-        CUDA_CHECK(cudaMemcpyAsync(i % 2 ? a : b, i % 2 ? b : a, bytes, cudaMemcpyDeviceToDevice));
-        CUDA_CHECK(cudaEventRecord(e1));
-        CUDA_CHECK(cudaEventSynchronize(e1));
-        CUDA_CHECK(cudaEventElapsedTime(&ms[i], e0, e1));
-    }
-    std::sort(ms.begin(), ms.end());
+    const std::vector<float> ms = cuda_event_times_ms(0, reps, [&](int i) {
+        CUDA_CHECK(cudaMemcpyAsync(i % 2 ? a : b, i % 2 ? b : a, bytes, cudaMemcpyDeviceToDevice, 0));
+    });
     const double med_ms = ms[reps / 2];
-    CUDA_CHECK(cudaEventDestroy(e0));
-    CUDA_CHECK(cudaEventDestroy(e1));
     CUDA_CHECK(cudaFree(a));
     CUDA_CHECK(cudaFree(b));
     CUDA_CHECK(cudaSetDevice(prev));
