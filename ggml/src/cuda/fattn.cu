@@ -707,6 +707,9 @@ static bool fattn_mma_dec(ggml_cuda_context & ctx, fa_params & p, bool q8, const
     static const bool no_lean =
         std::getenv("GGML_CUDA_FATTN_LEAN") && std::atoi(std::getenv("GGML_CUDA_FATTN_LEAN")) == 0;
     p.lean = !no_lean;
+    static const bool no_warm =
+        std::getenv("GGML_CUDA_FATTN_WARM") && std::atoi(std::getenv("GGML_CUDA_FATTN_WARM")) == 0;
+    p.warm = !no_warm;
 #ifdef GGML_CUDA_FATTN_TRACE
     static const bool trace = std::getenv("GGML_CUDA_FATTN_TRACE") && std::atoi(std::getenv("GGML_CUDA_FATTN_TRACE"));
     p.trace = trace && p.n_tokens == 1;

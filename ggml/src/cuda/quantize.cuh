@@ -43,14 +43,16 @@ static __device__ __forceinline__ int q8s_block_sums(int q, int lane) {
 }
 
 // One split-layout block held one value per lane (v in lane l: value l of the block): its 32 quants to qs, and from
-// lane 0 its scale to *d and its packed half-block sums to *sums. Every lane of the warp must call.
-static __device__ __forceinline__ void q8s_quantize_block(float v, int lane, int8_t * qs, float * d, int * sums) {
+// lane 0 its scale to *d and its packed half-block sums to *sums. Every lane of the warp must call. st false: the
+// same instructions, nothing stored.
+static __device__ __forceinline__ void q8s_quantize_block(float v, int lane, int8_t * qs, float * d, int * sums,
+                                                          bool st = true) {
     const float amax = warp_max(fabsf(v));
     const float s = q8s_scale(amax);
     const int8_t q = q8s_quant(v, amax, s);
-    qs[lane] = q;
+    if (st) qs[lane] = q;
     const int sm = q8s_block_sums(q, lane);
-    if (lane == 0) {
+    if (lane == 0 && st) {
         *d = s;
         *sums = sm;
     }
