@@ -7,6 +7,9 @@
 #     files are made from the f16 one by our quantize tool, all of a run's in parallel); BENCH_ARGS="-fa 1"
 #   MMVQ_VARIANTS="5 2 4 8" ...                 # + bench-mmvq once per GGML_CUDA_MMVQ value
 #   VARIANTS="GGML_CUDA_QT_RPW=2 GGML_CUDA_TWICE=norm" ...   # + tg of each model under each env setting
+#   BUILD_VARIANTS="late=GGML_CUDA_LAB_EPI_LATE both=GGML_CUDA_LAB_A,GGML_CUDA_LAB_B" ...   # + bench built again
+#     per variant (this tree with those CUDA defines, in $BUILD-<name>) and each model's tg on every build,
+#     alternating with this tree's, VROUNDS rounds (default 2; the lab switches of a kernel A/B)
 #   PROFILE=1 bash scripts/gpu-check.sh       # per-node profile against the roofline (docs/profile.md): l2-q8_0's
 #     decode step (graph-dump --profile, -d PROFILE_DEPTH=512; $OUT/profile-decode.{dot,json,txt}), bench --profile
 #     (pp512 / tg128 tables), and tg128 without --profile run alternately with it (the profiling-off A/B)
@@ -45,6 +48,19 @@ targets=(test_backend_cuda test_llm_gpu bench-bw quantize ${EXTRA_TARGETS:-})  #
 [ "$PROFILE" = 1 ] && targets+=(graph-dump)
 cmake --build "$BUILD" -j16 --target "${targets[@]}" > "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -30; tail -20 "$OUT/build.log"; exit 1; }
 log "build: $(( $(date +%s) - t0 )) s"
+vnames=()  # BUILD_VARIANTS: name=DEF1,DEF2 -> bench built with -DDEF1 -DDEF2 in $BUILD-name
+for bv in ${BUILD_VARIANTS:-}; do
+  vn=${bv%%=*}; vd=${bv#*=}
+  if [ -z "$vn" ] || [ "$vn" = "$bv" ] || [ -z "$vd" ]; then
+    log "BUILD_VARIANTS: '$bv' is not name=DEF[,DEF]"; continue
+  fi
+  cmake -S . -B "$BUILD-$vn" -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
+    -DGGML_BUILD_TESTS=OFF -DCMAKE_CUDA_FLAGS="-D${vd//,/ -D}" "${prefix_args[@]}" > "$OUT/cmake-$vn.log" 2>&1 &&
+    cmake --build "$BUILD-$vn" -j16 --target bench > "$OUT/build-$vn.log" 2>&1 ||
+    { log "build of variant $vn FAILED"; grep -E "error" "$OUT/build-$vn.log" | head -10; continue; }
+  vnames+=("$vn")
+  log "build of variant $vn (-D${vd//,/ -D}): $(( $(date +%s) - t0 )) s"
+done
 
 summary=()
 if [ "$STAGE" != bench ] || [ "${RUN_TESTS:-0}" = 1 ]; then
@@ -165,6 +181,17 @@ if [ "$STAGE" = bench ]; then
       echo "| $m | $v | $r |" >> "$OUT/variants.md"
     done
   done
+  # BUILD_VARIANTS: tg of each model on this tree's bench and on each variant's, alternating, VROUNDS rounds
+  for m in ${vnames[@]:+${MODELS:-}}; do
+    for round in $(seq ${VROUNDS:-2}); do
+      for v in default "${vnames[@]}"; do
+        b="$BUILD/bin/bench"; [ "$v" = default ] || b="$BUILD-$v/bin/bench"
+        t=$("$b" -m "${files[$m]}" -p 0 -n ${TG:-128} -ngl 99 -r ${VREPS:-2} -o md ${BENCH_ARGS:-} 2>/dev/null |
+            grep -E "\| *tg[0-9]+" | awk -F'|' '{print $10}' | xargs)
+        echo "| $m | build $v, round $round | $t |" >> "$OUT/variants.md"
+      done
+    done
+  done
   # KV_TYPES="f16 q8_0 q4_0": K and V cache of each type at depth (decode reads the whole cache every token)
   for m in $KV_MODELS; do
     for kt in $KV_TYPES; do
@@ -185,7 +212,8 @@ if [ "$STAGE" = bench ]; then
     echo "batched $m:"; cat "$OUT/batched-$m.md"; tail -3 "$OUT/batched-$m.err"
   done
   echo; cat "$OUT/bench.md"
-  [ -f "$OUT/variants.md" ] && { echo; echo "| model | env | tg t/s |"; echo "| --- | --- | --- |"; cat "$OUT/variants.md"; }
+  [ -f "$OUT/variants.md" ] &&
+    { echo; echo "| model | variant (env or build) | tg t/s |"; echo "| --- | --- | --- |"; cat "$OUT/variants.md"; }
   [ -f "$OUT/kv.md" ] && { echo; echo "| model | -ctk/-ctv | test | t/s |"; echo "| --- | --- | --- | --- |"; cat "$OUT/kv.md"; }
 fi
 echo
