@@ -5,6 +5,7 @@
 #include "ggml-impl.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -391,6 +392,12 @@ struct cuda_block_q8_1 {
 static_assert(sizeof(cuda_block_q8_0) == 34 && sizeof(cuda_block_q8_1) == 36, "q8 block sizes");
 
 inline int64_t cuda_ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// whether the environment variable `name` is set to 0: the A/B switches that turn a default form off
+inline bool ggml_cuda_env_zero(const char * name) {
+    const char * v = std::getenv(name);
+    return v && std::atoi(v) == 0;
+}
 
 // most mat-vecs one fused launch computes (ggml_cuda_mul_mat_group in mulmat.cuh)
 #define MMV_GROUP_MAX 3

@@ -431,7 +431,7 @@ static bool fattn_per_token_wanted(const ggml_tensor * dst, const fa_params & p,
 
 // GGML_CUDA_FATTN_EXACT=0: a decode block reads the mask even where its token's range is exact (an A/B)
 static bool fattn_exact_on() {
-    static const bool off = std::getenv("GGML_CUDA_FATTN_EXACT") && std::atoi(std::getenv("GGML_CUDA_FATTN_EXACT")) == 0;
+    static const bool off = ggml_cuda_env_zero("GGML_CUDA_FATTN_EXACT");
     return !off;
 }
 
@@ -704,11 +704,9 @@ static bool fattn_mma_dec(ggml_cuda_context & ctx, fa_params & p, bool q8, const
     p.wcells = fattn_early_cell(ctx, p, dst);
     if (p.wcells) ++ctx.n_fattn_early;
     const fattn_vec_fn fn = ggml_cuda_fattn_mma_dec(p.D, q8, p.n_tokens * p.r, fattn_dec_cfg(), ctx.device, W, S, smem);
-    static const bool no_lean =
-        std::getenv("GGML_CUDA_FATTN_LEAN") && std::atoi(std::getenv("GGML_CUDA_FATTN_LEAN")) == 0;
+    static const bool no_lean = ggml_cuda_env_zero("GGML_CUDA_FATTN_LEAN");
     p.lean = !no_lean;
-    static const bool no_warm =
-        std::getenv("GGML_CUDA_FATTN_WARM") && std::atoi(std::getenv("GGML_CUDA_FATTN_WARM")) == 0;
+    static const bool no_warm = ggml_cuda_env_zero("GGML_CUDA_FATTN_WARM");
     p.warm = !no_warm;
 #ifdef GGML_CUDA_FATTN_TRACE
     static const bool trace = std::getenv("GGML_CUDA_FATTN_TRACE") && std::atoi(std::getenv("GGML_CUDA_FATTN_TRACE"));

@@ -1440,8 +1440,7 @@ ggml_backend_t ggml_backend_cuda_init(int device) {
     ctx->graph_full_check = std::getenv("GGML_CUDA_GRAPH_FULL_CHECK") != nullptr;
     ctx->graph_verify = std::getenv("GGML_CUDA_GRAPH_VERIFY") != nullptr;
     ctx->use_pdl = prop.major >= 9 && std::getenv("GGML_CUDA_NO_PDL") == nullptr;
-    ctx->use_fattn_early =
-        ctx->use_pdl && !(std::getenv("GGML_CUDA_FATTN_EARLY") && atoi(std::getenv("GGML_CUDA_FATTN_EARLY")) == 0);
+    ctx->use_fattn_early = ctx->use_pdl && !ggml_cuda_env_zero("GGML_CUDA_FATTN_EARLY");
     ctx->mmvq_v1 = std::getenv("GGML_CUDA_MMVQ_V1") != nullptr;
     ctx->twice_mask = twice_mask_of(std::getenv("GGML_CUDA_TWICE"));
     if (const char * rpw = std::getenv("GGML_CUDA_QT_RPW")) {
