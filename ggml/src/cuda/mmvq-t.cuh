@@ -58,12 +58,13 @@ static __device__ __forceinline__ float qt_norm_scale(const qt_epi_dev & e, floa
 // (q8s_quantize_block, as k_quantize_q8s) and writes their sum of squares to e.nsq_out. (The first form counted
 // each warp's rows with a global atomic and let the warp completing the group read them back from L2: two L2
 // round trips more at the end of every wo / ffn_down launch, ~3 us of a 10.4 us q4_0 launch on an H100.)
-static __device__ __forceinline__ void qt_epi_q8_block(const qt_epi_dev & e, const float * h, int64_t g) {
+// qw: warp 0's lane l holds e.qw[32 g + l] (1 without e.qw), requested before the dots (qt_mmvq_body)
+static __device__ __forceinline__ void qt_epi_q8_block(const qt_epi_dev & e, const float * h, int64_t g, float qw) {
     __syncthreads();
     if (threadIdx.x >= 32) return;
     const int lane = threadIdx.x;
     const float v = h[lane];
-    q8s_quantize_block(e.qw ? v * __ldg(e.qw + 32 * g + lane) : v, lane, e.qs + 32 * g, e.qd + g, e.qsum + g);
+    q8s_quantize_block(e.qw ? v * qw : v, lane, e.qs + 32 * g, e.qd + g, e.qsum + g);
     const float ss = warp_sum(v * v);
     if (lane == 0 && e.nsq_out) e.nsq_out[g] = ss;
 }
@@ -103,24 +104,52 @@ static __device__ __forceinline__ void qt_warp_rows(const qregs & w, int64_t row
     }
 }
 
+// values of a deferred norm's sums (qt_rows_dot's nsq) a lane requests before its dots: K <= 32 * 32 * 4 (4096)
+#define QT_NSQ_R 4
+
+// Whether a kernel of weight type T requests the deferred norm's sums before its dots (qt_rows_dot) or after them.
+// H200, Llama-2-7B tg128, one call alternating builds: Q4_K_M 527.5 / 521.7 -> 551.9 / 550.3 t/s (its q/k/v group,
+// gate/up and output mat-vec); q4_0 630 / 631 -> 624 / 626 (its 4-rows-per-warp group goes from 128 registers to
+// 141, 3 blocks an SM; held to 128 it spills and gives 619): q4_0 sums them after the dots, as before.
+template <typename T> constexpr bool qt_nsq_early() {
+    return T::type != GGML_TYPE_Q4_0;
+}
+
 // This lane's part of the dots of NW weight rows (row m: regions w[m], first block b0[m]; nch chunks) with NC
 // activation rows (row c: quants xq + c*K, scales and sums xd/xs + c*K/32). early: the weights may be loaded
 // before pdl_wait().
-// nsq (nullable): this lane's part of the sum of the K/32 values nsq (a deferred norm, qt_epi_dev) into nss.
-template <typename T, int NC, int NW, int U = T::U>
+// nsq (nullable): this lane's part of the sum of the K/32 values nsq (a deferred norm, qt_epi_dev) into nss; written
+// by the kernel before, so read after pdl_wait and not through __ldg; summed in a fixed order (the same sum in every
+// warp). qt_nsq_early<T>(): requested with the activations' first loads and summed after the dots, else summed
+// before the dots.
+// after_wait(): what the caller reads of the kernels before (an epilogue's inputs), right after pdl_wait(),
+// requested before the dots and used after them: a load used before the dots would add its round trip to the
+// kernel's path after the wait.
+template <typename T, int NC, int NW, int U = T::U, typename AW>
 static __device__ __forceinline__ void qt_rows_dot(const qregs (&w)[NW], const int64_t (&b0)[NW], int nch,
                                                    const int8_t * __restrict__ xq, const float * __restrict__ xd,
                                                    const int * __restrict__ xs, int K, int lane, bool early,
-                                                   float (&acc)[NW][NC], const float * nsq, float & nss) {
+                                                   float (&acc)[NW][NC], const float * nsq, float & nss,
+                                                   AW && after_wait) {
     constexpr int CPB = T::CPB;
     const int sub = lane % CPB; // chunk ch = lane + 32 i is chunk ch % CPB of its block: the same for every i
     typename T::W wv[U][NW];
     if (!early) pdl_wait();
     qt_load<T, NW, U>(w, b0, lane, nch, sub, wv);
     pdl_wait();
-    if (nsq) // written by the kernel before: after pdl_wait, not __ldg; a fixed order (the same sum in every warp)
-        for (int g = lane; g < K / 32; g += 32)
-            nss += ld_act(nsq + g);
+    after_wait();
+    constexpr bool NE = qt_nsq_early<T>();
+    float nv[QT_NSQ_R];
+    if (nsq) {
+        if constexpr (NE) {
+#pragma unroll
+            for (int i = 0; i < QT_NSQ_R; ++i)
+                nv[i] = lane + 32 * i < K / 32 ? ld_act(nsq + lane + 32 * i) : 0.0f;
+        } else {
+            for (int g = lane; g < K / 32; g += 32)
+                nss += ld_act(nsq + g);
+        }
+    }
     for (int ch0 = lane; ch0 < nch; ch0 += 32 * U) {
 #pragma unroll
         for (int u = 0; u < U; ++u) {
@@ -138,6 +167,13 @@ static __device__ __forceinline__ void qt_rows_dot(const qregs (&w)[NW], const i
             }
         }
         if (ch0 + 32 * U < nch) qt_load<T, NW, U>(w, b0, ch0 + 32 * U, nch, sub, wv);
+    }
+    if (NE && nsq) {
+#pragma unroll
+        for (int i = 0; i < QT_NSQ_R; ++i)
+            nss += nv[i];
+        for (int g = lane + 32 * QT_NSQ_R; g < K / 32; g += 32)
+            nss += ld_act(nsq + g);
     }
 }
 
@@ -165,8 +201,22 @@ qt_mmvq_body(const qregs & w, const int8_t * __restrict__ xq, const float * __re
     float acc[RPW][NC] = {};
     float nss = 0.0f;
     constexpr int U = WPB * RPW == 32 ? qt_u_wave<T, RPW>() : T::U; // the one-block-per-32-rows form: one wave
+    constexpr bool Q8E = NC == 1 && WPB * RPW == 32;                // the q8 epilogue's form
+    // the q8 epilogue's inputs, requested before the dots (qt_rows_dot's after_wait): the residual (lane 0: rows
+    // row0 ..; written by an earlier kernel) and warp 0's norm weights (qt_epi_q8_block). H200, Llama-2-7B tg128
+    // (with qt_nsq_early), one call alternating builds: q4_0 613.7 / 613.4 -> 631.3 / 630.2 t/s, q8_0 453.8 / 454.8
+    // -> 468.7 / 473.5; alone, q4_0 616.6 / 615.3 -> 629.5 / 631.0 and Q4_K_M 509.3 / 512.3 -> 527.5 / 521.7.
+    float rv[RPW], qw = 1.0f;
+    auto pre = [&] {
+        if constexpr (Q8E) {
+#pragma unroll
+            for (int m = 0; m < RPW; ++m)
+                rv[m] = e.res && lane == 0 && row0 + m < M ? ld_act(e.res + row0 + m) : 0.0f;
+            if (e.qs && e.qw && warp == 0) qw = __ldg(e.qw + 32 * blockIdx.x + lane);
+        }
+    };
     qt_rows_dot<T, NC, RPW, U>(wr, b0, nbr * T::CPB, xq + x0 * K, xd + x0 * (K / 32), xs + x0 * (K / 32), K, lane,
-                               early != 0, acc, e.nsq_in, nss);
+                               early != 0, acc, e.nsq_in, nss, pre);
     const float sc = qt_norm_scale(e, nss, K);
     __shared__ float h[WPB * RPW]; // the block's rows for the q8 epilogue
 #pragma unroll
@@ -175,13 +225,13 @@ qt_mmvq_body(const qregs & w, const int8_t * __restrict__ xq, const float * __re
         for (int c = 0; c < NC; ++c) {
             float v = warp_sum(acc[m][c]) * sc;
             if (lane == 0 && row0 + m < M) {
-                if (e.res) v += ld_act(e.res + row0 + m);
+                if (e.res) v += Q8E ? rv[m] : ld_act(e.res + row0 + m);
                 *(float *)((char *)dst + (row0 + m) * ds.nb[0] + c * ds.nb[1] + i2 * ds.nb[2] + i3 * ds.nb[3]) = v;
                 if constexpr (NC == 1) h[warp * RPW + m] = v;
             }
         }
-    if constexpr (NC == 1 && WPB * RPW == 32) {
-        if (e.qs) qt_epi_q8_block(e, h, blockIdx.x);
+    if constexpr (Q8E) {
+        if (e.qs) qt_epi_q8_block(e, h, blockIdx.x, qw);
     }
 }
 
@@ -303,7 +353,7 @@ static __global__ void __launch_bounds__(128)
         int64_t b0[RPW];
         qt_warp_rows<RPW>(w, row0, M, 0, nbr, wr, b0);
         qt_rows_dot<TT, 1, RPW, qt_u_wave<TT, RPW>()>(wr, b0, nbr * TT::CPB, xq, xd, xs, K, lane, true, acc, e.nsq_in,
-                                                      nss);
+                                                      nss, [] {});
     };
     if (std::is_same_v<T, TV> || m != 2)
         rows(T{});
@@ -356,7 +406,7 @@ static __global__ void __launch_bounds__(128, qt_swiglu_min_blocks<T, RPW>())
     }
     float acc[2 * RPW][1] = {};
     float nss = 0.0f;
-    qt_rows_dot<T, 1, 2 * RPW>(wr, b0, nbr * T::CPB, xq, xd, xs, K, lane, true, acc, e.nsq_in, nss);
+    qt_rows_dot<T, 1, 2 * RPW>(wr, b0, nbr * T::CPB, xq, xd, xs, K, lane, true, acc, e.nsq_in, nss, [] {});
     const float sc = qt_norm_scale(e, nss, K);
 #pragma unroll
     for (int r = 0; r < RPW; ++r) {
