@@ -9,7 +9,8 @@
 #   VARIANTS="GGML_CUDA_QT_RPW=2 GGML_CUDA_TWICE=norm" ...   # + tg of each model under each env setting
 #   BUILD_VARIANTS="late=GGML_CUDA_LAB_EPI_LATE both=GGML_CUDA_LAB_A,GGML_CUDA_LAB_B" ...   # + bench built again
 #     per variant (this tree with those CUDA defines, in $BUILD-<name>) and each model's tg on every build,
-#     alternating with this tree's, VROUNDS rounds (default 2; the lab switches of a kernel A/B)
+#     alternating with this tree's, VROUNDS rounds (default 2; the lab switches of a kernel A/B);
+#     VARIANT_TESTS="*group*,*mat-vec*" also builds each variant's test_backend_cuda and runs those test cases on it
 #   PROFILE=1 bash scripts/gpu-check.sh       # per-node profile against the roofline (docs/profile.md): l2-q8_0's
 #     decode step (graph-dump --profile, -d PROFILE_DEPTH=512; $OUT/profile-decode.{dot,json,txt}), bench --profile
 #     (pp512 / tg128 tables), and tg128 without --profile run alternately with it (the profiling-off A/B)
@@ -54,12 +55,18 @@ for bv in ${BUILD_VARIANTS:-}; do
   if [ -z "$vn" ] || [ "$vn" = "$bv" ] || [ -z "$vd" ]; then
     log "BUILD_VARIANTS: '$bv' is not name=DEF[,DEF]"; continue
   fi
+  vt=OFF; vtargets=(bench); [ -n "${VARIANT_TESTS:-}" ] && { vt=ON; vtargets+=(test_backend_cuda); }
   cmake -S . -B "$BUILD-$vn" -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
-    -DGGML_BUILD_TESTS=OFF -DCMAKE_CUDA_FLAGS="-D${vd//,/ -D}" "${prefix_args[@]}" > "$OUT/cmake-$vn.log" 2>&1 &&
-    cmake --build "$BUILD-$vn" -j16 --target bench > "$OUT/build-$vn.log" 2>&1 ||
+    -DGGML_BUILD_TESTS=$vt -DCMAKE_CUDA_FLAGS="-D${vd//,/ -D}" "${prefix_args[@]}" > "$OUT/cmake-$vn.log" 2>&1 &&
+    cmake --build "$BUILD-$vn" -j16 --target "${vtargets[@]}" > "$OUT/build-$vn.log" 2>&1 ||
     { log "build of variant $vn FAILED"; grep -E "error" "$OUT/build-$vn.log" | head -10; continue; }
   vnames+=("$vn")
   log "build of variant $vn (-D${vd//,/ -D}): $(( $(date +%s) - t0 )) s"
+  if [ -n "${VARIANT_TESTS:-}" ]; then  # the variant's kernels against the CPU: test_backend_cuda -tc=VARIANT_TESTS
+    "$BUILD-$vn/tests/test_backend_cuda" -tc="$VARIANT_TESTS" > "$OUT/test-$vn.log" 2>&1
+    log "variant $vn: test_backend_cuda -tc='$VARIANT_TESTS' rc=$? $(grep -E '^\[doctest\] (test cases|assertions)' \
+      "$OUT/test-$vn.log" | tr -s ' ' | tr '\n' ' ')"
+  fi
 done
 
 summary=()
