@@ -10,7 +10,9 @@
 #   BUILD_VARIANTS="late=GGML_CUDA_LAB_EPI_LATE both=GGML_CUDA_LAB_A,GGML_CUDA_LAB_B" ...   # + bench built again
 #     per variant (this tree with those CUDA defines, in $BUILD-<name>) and each model's tg on every build,
 #     alternating with this tree's, VROUNDS rounds (default 2; the lab switches of a kernel A/B);
-#     VARIANT_TESTS="*group*,*mat-vec*" also builds each variant's test_backend_cuda and runs those test cases on it
+#     VARIANT_TESTS="*group*,*mat-vec*" also builds each variant's test_backend_cuda and runs those test cases on it.
+#     Where the lab's sources include "ggml-cuda-lab.h" (ggml/CMakeLists.txt), the variants build in $BUILD itself
+#     and only those sources rebuild (the header rewritten per variant; binaries in $BUILD/variants/NAME)
 #   PROFILE=1 bash scripts/gpu-check.sh       # per-node profile against the roofline (docs/profile.md): l2-q8_0's
 #     decode step (graph-dump --profile, -d PROFILE_DEPTH=512; $OUT/profile-decode.{dot,json,txt}), bench --profile
 #     (pp512 / tg128 tables), and tg128 without --profile run alternately with it (the profiling-off A/B)
@@ -47,27 +49,60 @@ targets=(test_backend_cuda test_llm_gpu bench-bw quantize ${EXTRA_TARGETS:-})  #
 [ -n "${MMVQ_VARIANTS:-}" ] && targets+=(bench-mmvq)
 [ "$STAGE" = bench ] && targets+=(bench batched-bench)
 [ "$PROFILE" = 1 ] && targets+=(graph-dump)
+# the lab header (BUILD_VARIANTS below) as CMake writes it, in case a cut-short run left a variant's defines there
+labh="$BUILD/cuda-lab/ggml-cuda-lab.h"
+labh_empty="// lab defines (scripts/gpu-check.sh BUILD_VARIANTS); empty: the tree's kernels"
+[ -f "$labh" ] && [ "$(cat "$labh")" != "$labh_empty" ] && echo "$labh_empty" > "$labh"
 cmake --build "$BUILD" -j16 --target "${targets[@]}" > "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -30; tail -20 "$OUT/build.log"; exit 1; }
 log "build: $(( $(date +%s) - t0 )) s"
-vnames=()  # BUILD_VARIANTS: name=DEF1,DEF2 -> bench built with -DDEF1 -DDEF2 in $BUILD-name
+# BUILD_VARIANTS: name=DEF1,DEF2[=V] -> bench (and test_backend_cuda with VARIANT_TESTS) built with those defines.
+# Where the sources include "ggml-cuda-lab.h" (a lab patch's switches), in $BUILD itself: the header in
+# $BUILD/cuda-lab is rewritten and only its includers rebuild; each build's binaries are copied to
+# $BUILD/variants/NAME (the tree's to .../default, and back to $BUILD after the last). Else a whole build per variant
+# in $BUILD-NAME with the defines in CMAKE_CUDA_FLAGS.
+vnames=()
+inplace=0; [ -n "${BUILD_VARIANTS:-}" ] && [ -f "$labh" ] && grep -rqs '"ggml-cuda-lab.h"' ggml/src && inplace=1
+vbin() {  # vbin <variant> <bench|test_backend_cuda>: that build's binary
+  local d=$BUILD; [ "$1" = default ] || d=$BUILD-$1
+  if [ $inplace = 1 ]; then echo "$BUILD/variants/$1/$2"
+  elif [ "$2" = bench ]; then echo "$d/bin/bench"
+  else echo "$d/tests/$2"; fi
+}
+vtargets=(bench); [ -n "${VARIANT_TESTS:-}" ] && vtargets+=(test_backend_cuda)
+save_bins() {
+  mkdir -p "$BUILD/variants/$1" && cp "$BUILD/bin/bench" "$BUILD/variants/$1/" &&
+    { [ -z "${VARIANT_TESTS:-}" ] || cp "$BUILD/tests/test_backend_cuda" "$BUILD/variants/$1/"; }
+}
+[ $inplace = 1 ] && save_bins default
 for bv in ${BUILD_VARIANTS:-}; do
   vn=${bv%%=*}; vd=${bv#*=}
   if [ -z "$vn" ] || [ "$vn" = "$bv" ] || [ -z "$vd" ]; then
     log "BUILD_VARIANTS: '$bv' is not name=DEF[,DEF]"; continue
   fi
-  vt=OFF; vtargets=(bench); [ -n "${VARIANT_TESTS:-}" ] && { vt=ON; vtargets+=(test_backend_cuda); }
-  cmake -S . -B "$BUILD-$vn" -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
-    -DGGML_BUILD_TESTS=$vt -DCMAKE_CUDA_FLAGS="-D${vd//,/ -D}" "${prefix_args[@]}" > "$OUT/cmake-$vn.log" 2>&1 &&
-    cmake --build "$BUILD-$vn" -j16 --target "${vtargets[@]}" > "$OUT/build-$vn.log" 2>&1 ||
-    { log "build of variant $vn FAILED"; grep -E "error" "$OUT/build-$vn.log" | head -10; continue; }
+  if [ $inplace = 1 ]; then
+    { echo "// BUILD_VARIANTS $vn"; for d in ${vd//,/ }; do echo "#define ${d/=/ }"; done; } > "$labh"
+    { cmake --build "$BUILD" -j16 --target "${vtargets[@]}" > "$OUT/build-$vn.log" 2>&1 && save_bins "$vn"; } ||
+      { log "build of variant $vn FAILED"; grep -E "error" "$OUT/build-$vn.log" | head -10; continue; }
+  else
+    vt=OFF; [ -n "${VARIANT_TESTS:-}" ] && vt=ON
+    cmake -S . -B "$BUILD-$vn" -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON \
+      -DGGML_BUILD_TESTS=$vt -DCMAKE_CUDA_FLAGS="-D${vd//,/ -D}" "${prefix_args[@]}" > "$OUT/cmake-$vn.log" 2>&1 &&
+      cmake --build "$BUILD-$vn" -j16 --target "${vtargets[@]}" > "$OUT/build-$vn.log" 2>&1 ||
+      { log "build of variant $vn FAILED"; grep -E "error" "$OUT/build-$vn.log" | head -10; continue; }
+  fi
   vnames+=("$vn")
-  log "build of variant $vn (-D${vd//,/ -D}): $(( $(date +%s) - t0 )) s"
+  log "build of variant $vn (-D${vd//,/ -D}$([ $inplace = 1 ] && echo ", in $BUILD")): $(( $(date +%s) - t0 )) s"
   if [ -n "${VARIANT_TESTS:-}" ]; then  # the variant's kernels against the CPU: test_backend_cuda -tc=VARIANT_TESTS
-    "$BUILD-$vn/tests/test_backend_cuda" -tc="$VARIANT_TESTS" > "$OUT/test-$vn.log" 2>&1
+    "$(vbin "$vn" test_backend_cuda)" -tc="$VARIANT_TESTS" > "$OUT/test-$vn.log" 2>&1
     log "variant $vn: test_backend_cuda -tc='$VARIANT_TESTS' rc=$? $(grep -E '^\[doctest\] (test cases|assertions)' \
       "$OUT/test-$vn.log" | tr -s ' ' | tr '\n' ' ')"
   fi
 done
+if [ $inplace = 1 ]; then  # the tree's binaries back in $BUILD (the header's includers rebuild at the next build)
+  echo "$labh_empty" > "$labh"
+  cp "$BUILD/variants/default/bench" "$BUILD/bin/bench"
+  [ -z "${VARIANT_TESTS:-}" ] || cp "$BUILD/variants/default/test_backend_cuda" "$BUILD/tests/"
+fi
 
 summary=()
 if [ "$STAGE" != bench ] || [ "${RUN_TESTS:-0}" = 1 ]; then
@@ -192,7 +227,7 @@ if [ "$STAGE" = bench ]; then
   for m in ${vnames[@]:+${MODELS:-}}; do
     for round in $(seq ${VROUNDS:-2}); do
       for v in default "${vnames[@]}"; do
-        b="$BUILD/bin/bench"; [ "$v" = default ] || b="$BUILD-$v/bin/bench"
+        b=$(vbin "$v" bench)
         t=$("$b" -m "${files[$m]}" -p 0 -n ${TG:-128} -ngl 99 -r ${VREPS:-2} -o md ${BENCH_ARGS:-} 2>/dev/null |
             grep -E "\| *tg[0-9]+" | awk -F'|' '{print $10}' | xargs)
         echo "| $m | build $v, round $round | $t |" >> "$OUT/variants.md"
