@@ -49,10 +49,10 @@ targets=(test_backend_cuda test_llm_gpu bench-bw quantize ${EXTRA_TARGETS:-})  #
 [ -n "${MMVQ_VARIANTS:-}" ] && targets+=(bench-mmvq)
 [ "$STAGE" = bench ] && targets+=(bench batched-bench)
 [ "$PROFILE" = 1 ] && targets+=(graph-dump)
-# the lab header (BUILD_VARIANTS below) as CMake writes it, in case a cut-short run left a variant's defines there
+# the lab header (BUILD_VARIANTS below) without defines, in case a cut-short run left a variant's there
 labh="$BUILD/cuda-lab/ggml-cuda-lab.h"
-labh_empty="// lab defines (scripts/gpu-check.sh BUILD_VARIANTS); empty: the tree's kernels"
-[ -f "$labh" ] && [ "$(cat "$labh")" != "$labh_empty" ] && echo "$labh_empty" > "$labh"
+labh_reset() { echo "// lab defines (scripts/gpu-check.sh BUILD_VARIANTS): none, the tree's kernels" > "$labh"; }
+[ -f "$labh" ] && grep -q '^#define' "$labh" && labh_reset
 cmake --build "$BUILD" -j16 --target "${targets[@]}" > "$OUT/build.log" 2>&1 || { grep -E "error" "$OUT/build.log" | head -30; tail -20 "$OUT/build.log"; exit 1; }
 log "build: $(( $(date +%s) - t0 )) s"
 # BUILD_VARIANTS: name=DEF1,DEF2[=V] -> bench (and test_backend_cuda with VARIANT_TESTS) built with those defines.
@@ -99,7 +99,7 @@ for bv in ${BUILD_VARIANTS:-}; do
   fi
 done
 if [ $inplace = 1 ]; then  # the tree's binaries back in $BUILD (the header's includers rebuild at the next build)
-  echo "$labh_empty" > "$labh"
+  labh_reset
   cp "$BUILD/variants/default/bench" "$BUILD/bin/bench"
   [ -z "${VARIANT_TESTS:-}" ] || cp "$BUILD/variants/default/test_backend_cuda" "$BUILD/tests/"
 fi

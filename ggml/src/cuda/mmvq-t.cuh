@@ -104,7 +104,8 @@ static __device__ __forceinline__ void qt_warp_rows(const qregs & w, int64_t row
     }
 }
 
-// values of a deferred norm's sums (qt_rows_dot's nsq) a lane requests before its dots: K <= 32 * 32 * 4 (4096)
+// values of a deferred norm's sums (qt_rows_dot's nsq) a lane requests before its dots, covering K <= 32 * 32 * 4
+// (4096); a longer row's other sums are read after the dots
 #define QT_NSQ_R 4
 
 // Whether a kernel of weight type T requests the deferred norm's sums before its dots (qt_rows_dot) or after them.
