@@ -19,6 +19,9 @@
 #   STAGE=bench KV_TYPES="f16 q8_0 q4_0" bash scripts/gpu-check.sh   # quantized KV cache at depth: for each model of
 #     KV_MODELS (default l3-q8_0) and type T: bench -p KV_PP -n KV_TG -d KV_DEPTH -fa 1 -ctk T -ctv T (512, 64, 16384;
 #     -r KV_REPS, 2); with KV_TYPES set, MODELS defaults to none (only the KV runs; set it for the usual table too)
+#   BUDGET_S=480 ...   # the A/B and KV loops start no bench run past 480 s from the script's start (a device call
+#     cut off at its limit prints nothing more: better a short summary than none); skipped runs are logged.
+#     The device tool brings back 8 files of its $OUT: give this script another OUT and copy its console there
 # Header-only build deps (doctest, nlohmann-json) come from build-deps/*.deb when not installed
 # (made here by scripts/gpu-prepare.sh; pass carry: ["build-deps"] to the device call);
 # the vocab files for the generator from build-deps/models (or $LLM_SHARED/models).
@@ -43,6 +46,10 @@ fi
 export LLM_SHARED=${LLM_SHARED:-$ROOT/build-deps}
 
 t0=$(date +%s)
+over_budget() {  # over_budget <what>: past BUDGET_S seconds (logged), so the caller skips <what>
+  [ -n "${BUDGET_S:-}" ] && [ $(( $(date +%s) - t0 )) -ge "$BUDGET_S" ] || return 1
+  log "BUDGET_S $BUDGET_S s spent: skipping $1"
+}
 cmake -S . -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_BUILD_TYPE=Release -DGGML_CUDA=ON "${prefix_args[@]}" \
   > "$OUT/cmake.log" 2>&1 || { tail -30 "$OUT/cmake.log"; exit 1; }
 targets=(test_backend_cuda test_llm_gpu bench-bw quantize ${EXTRA_TARGETS:-})  # test_llm_gpu runs quantize
@@ -217,6 +224,7 @@ if [ "$STAGE" = bench ]; then
   # settings; commas inside a value stay), alternating with the default, for same-machine A/B
   for m in ${VARIANTS:+${MODELS:-}}; do
     for v in default ${VARIANTS}; do
+      over_budget "$m $v" && continue
       e=(); [ "$v" = default ] || e=(${v//+/ })  # A=1+B=2: both
       r=$(env "${e[@]}" "$BUILD/bin/bench" -m "${files[$m]}" -p 0 -n ${TG:-128} -ngl 99 -r ${VREPS:-2} -o md \
           ${BENCH_ARGS:-} 2>/dev/null | grep -E "\| *tg[0-9]+" | awk -F'|' '{print $10}' | xargs)
@@ -227,6 +235,7 @@ if [ "$STAGE" = bench ]; then
   for m in ${vnames[@]:+${MODELS:-}}; do
     for round in $(seq ${VROUNDS:-2}); do
       for v in default "${vnames[@]}"; do
+        over_budget "$m build $v round $round" && continue
         b=$(vbin "$v" bench)
         t=$("$b" -m "${files[$m]}" -p 0 -n ${TG:-128} -ngl 99 -r ${VREPS:-2} -o md ${BENCH_ARGS:-} 2>/dev/null |
             grep -E "\| *tg[0-9]+" | awk -F'|' '{print $10}' | xargs)
@@ -237,6 +246,7 @@ if [ "$STAGE" = bench ]; then
   # KV_TYPES="f16 q8_0 q4_0": K and V cache of each type at depth (decode reads the whole cache every token)
   for m in $KV_MODELS; do
     for kt in $KV_TYPES; do
+      over_budget "$m -ctk/-ctv $kt" && continue
       "$BUILD/bin/bench" -m "${files[$m]}" -p ${KV_PP:-512} -n ${KV_TG:-64} -d ${KV_DEPTH:-16384} -ngl 99 -fa 1 \
         -ctk $kt -ctv $kt -r ${KV_REPS:-2} -o md ${BENCH_ARGS:-} > "$OUT/kv-$m-$kt.md" 2> "$OUT/kv-$m-$kt.err"
       rc=$?
